@@ -1,0 +1,61 @@
+"""steadyloop: LLM agent loops that hold up with real inputs.
+
+Call the model, run the tools it asks for in parallel, send fixable errors back as text, raise
+the rest, stop at hard turn and context limits, cut huge tool output keeping both ends, and never
+edit the conversation behind the model's back.
+"""
+
+from steadyloop.agent import Agent
+from steadyloop.compaction import Compaction
+from steadyloop.errors import (
+    ConfigError,
+    ContextLimitExceeded,
+    ContextWindowExceeded,
+    FatalToolError,
+    LimitExceeded,
+    ModelError,
+    RepeatLimitExceeded,
+    SteadyloopError,
+    ToolError,
+    TurnLimitExceeded,
+)
+from steadyloop.limits import Limits
+from steadyloop.messages import (
+    AssistantMessage,
+    Message,
+    Summary,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from steadyloop.result import RunResult
+from steadyloop.tools import Tool, tool
+from steadyloop.truncate import truncate
+
+__all__ = [
+    "Agent",
+    "AssistantMessage",
+    "Compaction",
+    "ConfigError",
+    "ContextLimitExceeded",
+    "ContextWindowExceeded",
+    "FatalToolError",
+    "LimitExceeded",
+    "Limits",
+    "Message",
+    "ModelError",
+    "RepeatLimitExceeded",
+    "RunResult",
+    "SteadyloopError",
+    "Summary",
+    "Tool",
+    "ToolCall",
+    "ToolError",
+    "ToolResult",
+    "TurnLimitExceeded",
+    "Usage",
+    "UserMessage",
+    "tool",
+    "truncate",
+]

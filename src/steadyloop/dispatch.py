@@ -1,0 +1,276 @@
+"""Run one turn's tool calls: all at once, every call answered, errors turned into text.
+
+The contract (DESIGN.md §3): an unknown tool, unparseable or invalid arguments, a `ToolError`, a
+`TypeError`/`ValueError`, a timeout or an unexpected exception each become an error result the
+model reads; transient errors are retried with backoff first. `FatalToolError`,
+`KeyboardInterrupt` and cancellation stop the turn: the siblings are cancelled, every call still
+gets a result (cancelled ones say so), and the exception is handed back for the agent to raise
+once the results are in the transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any
+
+from steadyloop.errors import FatalToolError, ToolError
+from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
+from steadyloop.messages import ToolCall, ToolResult
+from steadyloop.retry import Backoff, retry_context
+from steadyloop.tools import ArgumentsError, BoundCall, Tool, ToolOutput
+from steadyloop.truncate import truncate
+
+__all__ = ["Batch", "Dispatcher", "parse_arguments"]
+
+logger = logging.getLogger("steadyloop.dispatch")
+
+CANCELLED_TEXT = "cancelled: the run stopped before this call finished"
+_RAW_PREVIEW = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The answered calls of one turn, in call order, and the exception that stopped it, if any."""
+
+    outcomes: tuple[ToolCallFinished, ...]
+    stop: BaseException | None = None
+
+
+class _Stop(Exception):
+    """Carries a run-stopping exception out of a call's task without breaking the event loop."""
+
+    def __init__(self, cause: BaseException, outcome: ToolCallFinished) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.outcome = outcome
+
+
+class _Failure(Exception):
+    """A call failed in a way the model should read about; `text` is what it reads."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class Dispatcher:
+    """Runs tool calls against a fixed set of tools with the agent's defaults."""
+
+    def __init__(
+        self,
+        tools: Mapping[str, Tool],
+        *,
+        tool_timeout: float,
+        max_output: int,
+        backoff: Backoff,
+        executor: Callable[[], Executor],
+    ) -> None:
+        self._tools = tools
+        self.tools = tuple(tools.values())
+        self._timeout = tool_timeout
+        self._max_output = max_output
+        self._backoff = backoff
+        self._executor = executor
+        self._available = ", ".join(sorted(tools)) or "(none)"
+
+    async def run(
+        self, calls: Sequence[ToolCall], notify: Callable[[Event], None] | None = None
+    ) -> Batch:
+        """Runs every call concurrently; returns when all are answered or the turn is stopped."""
+        locks: dict[str, asyncio.Lock] = {}
+        tasks = [asyncio.create_task(self._answer(call, locks, notify)) for call in calls]
+        stop: BaseException | None = None
+        try:
+            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            if pending:
+                for task in pending:
+                    task.cancel()
+                await asyncio.wait(pending)
+        except asyncio.CancelledError as exc:
+            stop = exc
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        outcomes: list[ToolCallFinished] = []
+        for call, task in zip(calls, tasks, strict=True):
+            if task.cancelled():
+                outcome = _cancelled(call)
+                if notify is not None:
+                    notify(outcome)
+            elif isinstance(error := task.exception(), _Stop):
+                stop = stop or error.cause
+                outcome = error.outcome
+            else:
+                outcome = task.result()
+            outcomes.append(outcome)
+        return Batch(tuple(outcomes), stop)
+
+    async def _answer(
+        self,
+        call: ToolCall,
+        locks: dict[str, asyncio.Lock],
+        notify: Callable[[Event], None] | None,
+    ) -> ToolCallFinished:
+        if notify is not None:
+            notify(ToolCallStarted(call))
+        started = time.perf_counter()
+        tool = self._tools.get(call.name)
+        attempts = 0
+        is_error = True
+        images: tuple[Any, ...] = ()
+        try:
+            if tool is None:
+                raise _Failure(self._unknown_tool(call.name))
+            arguments = parse_arguments(call.arguments)
+            try:
+                bound = tool.bind(arguments)
+            except ArgumentsError as exc:
+                raise _Failure(str(exc)) from None
+            if tool.sequential:
+                lock = locks.setdefault(tool.name, asyncio.Lock())
+                async with lock:
+                    output, attempts = await self._run_with_retries(tool, bound)
+            else:
+                output, attempts = await self._run_with_retries(tool, bound)
+            text, images, is_error = output.text, output.images, output.is_error
+        except _Failure as failure:
+            text = failure.text
+        except (FatalToolError, KeyboardInterrupt, SystemExit) as exc:
+            text = f"{call.name} stopped the run: {type(exc).__name__}: {exc}".rstrip(": ")
+            outcome = self._finish(call, tool, text, True, (), started, attempts)
+            if notify is not None:
+                notify(outcome)
+            raise _Stop(exc, outcome) from None
+        outcome = self._finish(call, tool, text, is_error, images, started, attempts)
+        if notify is not None:
+            notify(outcome)
+        return outcome
+
+    def _finish(
+        self,
+        call: ToolCall,
+        tool: Tool | None,
+        text: str,
+        is_error: bool,
+        images: tuple[Any, ...],
+        started: float,
+        attempts: int,
+    ) -> ToolCallFinished:
+        limit = self._max_output
+        if tool is not None and tool.max_output is not None:
+            limit = tool.max_output
+        result = ToolResult(call.id, call.name, truncate(text, limit), is_error, images)
+        return ToolCallFinished(call, result, text, time.perf_counter() - started, attempts)
+
+    async def _run_with_retries(self, tool: Tool, bound: BoundCall) -> tuple[ToolOutput, int]:
+        """Runs the call, retrying `retry_on` exceptions; a last failure becomes `_Failure`."""
+        timeout = tool.timeout if tool.timeout is not None else self._timeout
+        retry_on = tuple(t for t in tool.retry_on if issubclass(t, Exception))
+        attempt_number = 0
+        try:
+            if tool.retries == 0:
+                attempt_number = 1
+                return await self._attempt(tool, bound, timeout), 1
+            async for attempt in retry_context(retry_on, tool.retries + 1, self._backoff):
+                with attempt:
+                    attempt_number += 1
+                    return await self._attempt(tool, bound, timeout), attempt_number
+        except _Failure as failure:
+            if attempt_number > 1:
+                raise _Failure(f"{failure.text} (after {attempt_number} attempts)") from None
+            raise
+        except retry_on as exc:
+            text = _unexpected(tool.name, exc).text
+            if attempt_number > 1:
+                text = f"{text} (after {attempt_number} attempts)"
+            raise _Failure(text) from None
+        raise AssertionError("unreachable: retry_context yields at least one attempt")
+
+    async def _attempt(self, tool: Tool, bound: BoundCall, seconds: float) -> ToolOutput:
+        """One try: run and render; exceptions the model can fix become `_Failure`.
+
+        Exceptions in the tool's `retry_on` propagate as they are, for the retry loop.
+        """
+        try:
+            async with asyncio.timeout(seconds) as deadline:
+                value = await self._invoke(bound)
+        except (FatalToolError, KeyboardInterrupt, SystemExit, asyncio.CancelledError):
+            raise
+        except TimeoutError as exc:
+            if deadline.expired():
+                raise _TimedOut(f"{tool.name} timed out after {seconds:g}s") from exc
+            if isinstance(exc, tool.retry_on):
+                raise
+            raise _unexpected(tool.name, exc) from None
+        except (ToolError, TypeError, ValueError) as exc:
+            raise _Failure(str(exc) or type(exc).__name__) from None
+        except Exception as exc:
+            if isinstance(exc, tool.retry_on):
+                raise
+            raise _unexpected(tool.name, exc) from None
+        try:
+            return tool.render(value)
+        except Exception as exc:
+            raise _unexpected(tool.name, exc) from None
+
+    async def _invoke(self, bound: BoundCall) -> Any:
+        if bound.is_async:
+            return await bound.fn(**bound.kwargs)
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        call = functools.partial(context.run, bound.fn, **bound.kwargs)
+        value = await loop.run_in_executor(self._executor(), call)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+    def _unknown_tool(self, name: str) -> str:
+        if not name:
+            return f"the tool call has no tool name; the tools available are: {self._available}"
+        return f"unknown tool {name!r}; the tools available are: {self._available}"
+
+
+class _TimedOut(_Failure, TimeoutError):
+    """Our own deadline expired: retryable like any TimeoutError, worded for the model."""
+
+
+def _unexpected(tool_name: str, exc: BaseException) -> _Failure:
+    logger.error("tool %s failed", tool_name, exc_info=exc)
+    return _Failure(f"{tool_name} failed: {type(exc).__name__}")
+
+
+def _cancelled(call: ToolCall) -> ToolCallFinished:
+    result = ToolResult(call.id, call.name, CANCELLED_TEXT, is_error=True)
+    return ToolCallFinished(call, result, CANCELLED_TEXT, 0.0, 0)
+
+
+def parse_arguments(raw: str | Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The call's arguments as a mapping; `""`, whitespace and `null` mean no arguments.
+
+    Raises `_Failure` with the parser's message for text that is not a JSON object.
+    """
+    if isinstance(raw, Mapping):
+        return raw
+    text = (raw or "").strip()
+    if not text or text == "null":
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        preview = text if len(text) <= _RAW_PREVIEW else text[:_RAW_PREVIEW] + "..."
+        raise _Failure(f"arguments are not valid JSON ({exc}); received: {preview}") from None
+    if not isinstance(value, dict):
+        raise _Failure(
+            f"arguments must be a JSON object of parameter names to values, "
+            f"got {type(value).__name__}: {text[:_RAW_PREVIEW]}"
+        )
+    return value

@@ -1,0 +1,128 @@
+"""Every exception steadyloop raises, in one tree.
+
+    SteadyloopError
+    ├── ConfigError (also ValueError)   bad agent or tool definition, unknown model spec, SDK not
+    │                                   installed, missing or rejected credentials. Never retried.
+    ├── ModelError                      the model provider failed (after retries); `.retryable`
+    │   └── ContextWindowExceeded       the provider said the prompt is too long
+    ├── LimitExceeded                   the run hit a limit; `.reason`, `.result` (partial result)
+    │   ├── TurnLimitExceeded           `Limits.max_turns` model calls were made
+    │   ├── ContextLimitExceeded        the next request would not fit `Limits.max_context_tokens`
+    │   └── RepeatLimitExceeded         the same call failed the same way `max_repeats` times
+    ├── ToolError                       raised by tool code: the message goes to the model verbatim
+    └── FatalToolError                  raised by tool code: stops the run and propagates
+
+Errors the model can fix (bad arguments, unknown tools, `ToolError`, timeouts) never leave the
+loop: they become error results the model reads. Everything here is what the caller must handle.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from steadyloop.result import RunResult
+
+__all__ = [
+    "ConfigError",
+    "ContextLimitExceeded",
+    "ContextWindowExceeded",
+    "FatalToolError",
+    "LimitExceeded",
+    "ModelError",
+    "RepeatLimitExceeded",
+    "SteadyloopError",
+    "ToolError",
+    "TurnLimitExceeded",
+]
+
+
+class SteadyloopError(Exception):
+    """Base class of every error raised by steadyloop."""
+
+
+class ConfigError(SteadyloopError, ValueError):
+    """Raised when something the caller set up cannot work; the message says what to change."""
+
+
+class ModelError(SteadyloopError):
+    """Raised when the model provider failed; `retryable` says whether trying again can help.
+
+    `status` is the HTTP status when there was one; `provider` names the adapter.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status: int | None = None,
+        provider: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+        self.provider = provider
+        self.retry_after = retry_after
+
+
+class ContextWindowExceeded(ModelError):
+    """Raised by an adapter when the provider rejects a request as longer than its context window.
+
+    `limit` is the window size when the provider's message states it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider: str | None = None,
+        limit: int | None = None,
+    ) -> None:
+        super().__init__(message, retryable=False, status=status, provider=provider)
+        self.limit = limit
+
+
+class LimitExceeded(SteadyloopError):
+    """Raised when a run stops at one of its limits; nothing is lost.
+
+    `reason` is the `stop_reason` of the partial `result`, whose `messages` hold the whole
+    transcript up to the stop (every tool call answered).
+    """
+
+    reason = "limit"
+
+    def __init__(self, message: str, result: RunResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class TurnLimitExceeded(LimitExceeded):
+    """Raised before a model call when the run already made `Limits.max_turns` of them."""
+
+    reason = "turn_limit"
+
+
+class ContextLimitExceeded(LimitExceeded):
+    """Raised before a model call whose request would exceed `Limits.max_context_tokens`.
+
+    Also raised when the provider reports the context too long and compaction cannot help.
+    """
+
+    reason = "context_limit"
+
+
+class RepeatLimitExceeded(LimitExceeded):
+    """Raised when the same call failed with the same error `Limits.max_repeats` times in a row."""
+
+    reason = "repeat_limit"
+
+
+class ToolError(SteadyloopError):
+    """Raise in a tool to tell the model what went wrong; the message reaches it verbatim."""
+
+
+class FatalToolError(SteadyloopError):
+    """Raise in a tool when the run cannot usefully go on; it stops the run and propagates."""

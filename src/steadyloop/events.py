@@ -1,0 +1,138 @@
+"""What `Agent.stream` yields, and what the run log records: one frozen value per thing that
+happened in a run, in the order it happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
+
+from steadyloop.messages import Message, Summary, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from steadyloop.result import RunResult
+
+__all__ = [
+    "Compacted",
+    "Event",
+    "LimitReached",
+    "MessageAdded",
+    "ModelRequestStarted",
+    "RunFinished",
+    "RunStarted",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """A run began; `history` messages were given, `prompt` is the new user message."""
+
+    run_id: str | None
+    model: str
+    prompt: str
+    history: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequestStarted:
+    """A model call is about to be made: `turn` (1-based), its estimated context size and limit."""
+
+    turn: int
+    context_tokens: int
+    max_context_tokens: int
+    view_length: int
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the model's reply text as it streams in."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of a tool call as it streams in: `index` within the reply, the call's id and name
+    (when this piece carries them) and a fragment of its JSON arguments."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAdded:
+    """An entry was appended to the transcript at `index` (user, reply, result or summary)."""
+
+    index: int
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """A tool call was dispatched."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    """A tool call was answered. `output` is the full text before truncation (kept for the log);
+    `result` is what the model reads; `attempts` counts tries including retries."""
+
+    call: ToolCall
+    result: ToolResult
+    output: str
+    duration: float
+    attempts: int
+
+    @property
+    def is_error(self) -> bool:
+        return self.result.is_error
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.output) != len(self.result.content)
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """Compaction appended `summary`; the context went from `tokens_before` to `tokens_after`."""
+
+    summary: Summary
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class LimitReached:
+    """The run stopped at a limit; `reason` is the stop reason, `message` says which and why."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The run ended with `result` (answered, or stopped by a limit)."""
+
+    result: RunResult
+
+
+Event: TypeAlias = (
+    RunStarted
+    | ModelRequestStarted
+    | TextDelta
+    | ToolCallDelta
+    | MessageAdded
+    | ToolCallStarted
+    | ToolCallFinished
+    | Compacted
+    | LimitReached
+    | RunFinished
+)

@@ -1,0 +1,114 @@
+"""The hard limits every run has, the cheap token estimate, and the repeat guard.
+
+Pure logic: the agent asks these before each model call and after each batch of tool results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from steadyloop.errors import ConfigError
+from steadyloop.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+
+__all__ = ["Limits", "RepeatGuard", "TokenEstimator", "estimate_text_tokens", "estimate_tokens"]
+
+TokenEstimator = Callable[[Message], int]
+
+_CHARS_PER_TOKEN = 4
+_PER_MESSAGE_TOKENS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Hard stops for a run; each must be a positive int (there is no "unlimited").
+
+    `max_turns`: model calls in this run (history does not count).
+    `max_context_tokens`: no request whose context would exceed this is ever sent.
+    `max_repeats`: the same call (name and arguments) failing with the same error this many
+    times in a row stops the run.
+    """
+
+    max_turns: int = 20
+    max_context_tokens: int = 150_000
+    max_repeats: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_context_tokens", "max_repeats"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(
+                    f"Limits.{name} must be a positive int, got {value!r}; every run needs a "
+                    "finite limit"
+                )
+
+
+def estimate_text_tokens(text: str) -> int:
+    """About four characters a token: cheap, and close enough for a budget check."""
+    return len(text) // _CHARS_PER_TOKEN + 1
+
+
+def estimate_tokens(message: Message) -> int:
+    """The default estimate of what a message adds to the context, in tokens."""
+    if isinstance(message, UserMessage):
+        size = len(message.text)
+    elif isinstance(message, ToolResult):
+        size = len(message.content) + len(message.call_id)
+    elif isinstance(message, AssistantMessage):
+        size = len(message.text)
+        for call in message.tool_calls:
+            args = call.arguments
+            size += len(call.name) + len(call.id)
+            size += len(args) if isinstance(args, str) else len(json.dumps(args, default=str))
+    else:
+        size = len(message.note)
+    return size // _CHARS_PER_TOKEN + _PER_MESSAGE_TOKENS
+
+
+def estimate_fixed_tokens(instructions: str | None, tool_specs: Sequence[Any]) -> int:
+    """What the instructions and the tool definitions add to every request."""
+    size = len(instructions or "")
+    for spec in tool_specs:
+        size += len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters))
+    return size // _CHARS_PER_TOKEN
+
+
+class RepeatGuard:
+    """Counts how often in a row the same call failed with the same error text."""
+
+    __slots__ = ("_count", "_last", "max_repeats")
+
+    def __init__(self, max_repeats: int) -> None:
+        self.max_repeats = max_repeats
+        self._last: tuple[str, str, str] | None = None
+        self._count = 0
+
+    def observe(self, call: ToolCall, result: ToolResult) -> bool:
+        """Records one answered call; True when it makes `max_repeats` identical failures."""
+        if not result.is_error:
+            self._last, self._count = None, 0
+            return False
+        key = (call.name, _canonical_arguments(call.arguments), result.content)
+        if key == self._last:
+            self._count += 1
+        else:
+            self._last, self._count = key, 1
+        return self._count >= self.max_repeats
+
+
+def _canonical_arguments(arguments: str | Mapping[str, Any]) -> str:
+    value: Any = arguments
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments)
+        except ValueError:
+            return arguments
+    return json.dumps(value, sort_keys=True, default=str)

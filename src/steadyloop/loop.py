@@ -1,0 +1,266 @@
+"""One run of the agent loop: check limits, call the model, run the tools, repeat.
+
+The run's state lives in its transcript; each step is a short method. Limits are checked before
+every model call; tool results are appended before any stop is raised, so the transcript is
+valid (every call answered) whatever ends the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+from steadyloop.errors import (
+    ContextLimitExceeded,
+    ContextWindowExceeded,
+    LimitExceeded,
+    ModelError,
+    RepeatLimitExceeded,
+    TurnLimitExceeded,
+)
+from steadyloop.events import (
+    Compacted,
+    Event,
+    LimitReached,
+    MessageAdded,
+    ModelRequestStarted,
+    RunFinished,
+    RunStarted,
+    ToolCallFinished,
+)
+from steadyloop.limits import RepeatGuard, estimate_fixed_tokens
+from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
+from steadyloop.models.base import ModelRequest
+from steadyloop.result import RunResult
+from steadyloop.retry import retry_context
+from steadyloop.transcript import Transcript
+
+if TYPE_CHECKING:
+    from steadyloop.agent import Agent
+    from steadyloop.dispatch import Dispatcher
+
+__all__ = ["Run"]
+
+CUT_OFF_TEXT = (
+    "your call to {name} was cut off by the output token limit before its arguments were "
+    "complete, so it was not run; send it again with shorter arguments"
+)
+UNANSWERED_TEXT = "not run: the conversation went on before this call was answered"
+
+
+class Run:
+    """The state and steps of one `Agent.run`."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        dispatcher: Dispatcher,
+        prompt: str,
+        history: Sequence[Message],
+        notify: Callable[[Event], None] | None = None,
+        *,
+        streaming: bool = False,
+        run_id: str | None = None,
+    ) -> None:
+        self.agent = agent
+        self.dispatcher = dispatcher
+        self.prompt = prompt
+        self.notify = notify
+        self.streaming = streaming
+        self.run_id = run_id
+        self.transcript = Transcript(history, agent.estimate_tokens)
+        self.history_length = len(self.transcript)
+        self.turns = 0
+        self.usage = Usage()
+        self.guard = RepeatGuard(agent.limits.max_repeats)
+        self.specs = tuple(tool.spec for tool in dispatcher.tools)
+        self.fixed_tokens = estimate_fixed_tokens(agent.instructions, self.specs)
+        self.stop_reason = "end_turn"
+
+    async def execute(self) -> RunResult:
+        """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
+        self._emit(RunStarted(self.run_id, self.agent.model.name, self.prompt, self.history_length))
+        self._answer_dangling_calls()
+        self._append(UserMessage(self.prompt))
+        while True:
+            await self._check_limits()
+            reply = await self._call_model()
+            self._append(reply)
+            if not reply.tool_calls:
+                if reply.stop_reason == "max_tokens":
+                    self.stop_reason = "max_tokens"
+                return self._finish()
+            await self._run_tools(reply)
+
+    def result(self) -> RunResult:
+        """What the run has produced so far."""
+        last = next(
+            (m for m in reversed(self.transcript.entries) if isinstance(m, AssistantMessage)),
+            None,
+        )
+        return RunResult(
+            output=last.text if last is not None else "",
+            messages=self.transcript.entries,
+            stop_reason=self.stop_reason,
+            usage=self.usage,
+            run_id=self.run_id,
+        )
+
+    # -- steps -------------------------------------------------------------------------------
+
+    async def _check_limits(self) -> None:
+        limits = self.agent.limits
+        if self.turns >= limits.max_turns:
+            self._stop(TurnLimitExceeded, f"turn limit reached: {limits.max_turns} model calls")
+        tokens = self.transcript.context_tokens(self.fixed_tokens)
+        compaction = self.agent.compaction
+        if compaction is not None and tokens > compaction.trigger * limits.max_context_tokens:
+            await self._compact()
+            tokens = self.transcript.context_tokens(self.fixed_tokens)
+        if tokens > limits.max_context_tokens:
+            self._stop(
+                ContextLimitExceeded,
+                f"context limit reached: the next request needs about {tokens} tokens, "
+                f"over max_context_tokens={limits.max_context_tokens}",
+            )
+
+    async def _call_model(self) -> AssistantMessage:
+        self.turns += 1
+        compacted = False
+        while True:
+            try:
+                reply = await self._request_with_retries()
+                break
+            except ContextWindowExceeded as exc:
+                if self.agent.compaction is None or compacted or not await self._compact():
+                    self._stop(ContextLimitExceeded, f"the provider says: {exc}", cause=exc)
+                compacted = True
+        self.usage += Usage(requests=1, tool_calls=len(reply.tool_calls)) + _tokens(reply)
+        return self.transcript.with_unique_call_ids(reply)
+
+    async def _request_with_retries(self) -> AssistantMessage:
+        request = ModelRequest(self.agent.instructions, self.transcript.view(), self.specs)
+        self._emit(
+            ModelRequestStarted(
+                self.turns,
+                self.transcript.context_tokens(self.fixed_tokens),
+                self.agent.limits.max_context_tokens,
+                len(request.messages),
+            )
+        )
+        if self.agent.model_retries == 0:
+            return await self._request(request)
+        async for attempt in retry_context(
+            _retry_hook, self.agent.model_retries + 1, self.agent.backoff
+        ):
+            with attempt:
+                return await self._request(request)
+        raise AssertionError("unreachable: retry_context yields at least one attempt")
+
+    async def _request(self, request: ModelRequest) -> AssistantMessage:
+        model = self.agent.model
+        if not self.streaming:
+            return await model.request(request)
+        async for part in model.stream(request):
+            if isinstance(part, AssistantMessage):
+                return part
+            self._emit(part)
+        raise ModelError(f"{model.name}: the stream ended without a reply", retryable=True)
+
+    async def _run_tools(self, reply: AssistantMessage) -> None:
+        if reply.stop_reason == "max_tokens":
+            for call in reply.tool_calls:
+                self._append(_error_result(call, CUT_OFF_TEXT.format(name=call.name)))
+            return
+        batch = await self.dispatcher.run(reply.tool_calls, self.notify)
+        repeated: ToolCallFinished | None = None
+        for outcome in batch.outcomes:
+            self._append(outcome.result)
+            if self.guard.observe(outcome.call, outcome.result):
+                repeated = outcome
+        if batch.stop is not None:
+            raise batch.stop
+        if repeated is not None:
+            self._stop(
+                RepeatLimitExceeded,
+                f"repeat limit reached: {repeated.call.name} failed the same way "
+                f"{self.agent.limits.max_repeats} times in a row: {repeated.result.content[:200]}",
+            )
+
+    async def _compact(self) -> bool:
+        """Appends a summary of the older messages; False when nothing could be summarised."""
+        compaction = self.agent.compaction
+        assert compaction is not None
+        cut = self.transcript.compaction_cut(compaction.keep_recent)
+        if cut is None:
+            return False
+        before = self.transcript.context_tokens(self.fixed_tokens)
+        text, reply = await compaction.summary_text(
+            self.transcript.to_summarise(cut),
+            self.agent.model,
+            self.agent.limits.max_context_tokens * 2,
+        )
+        if reply is not None:
+            self.usage += Usage(requests=1) + _tokens(reply)
+        summary = self.transcript.summary_for(cut, text)
+        self._append(summary)
+        after = self.transcript.context_tokens(self.fixed_tokens)
+        self._emit(Compacted(summary, before, after))
+        return True
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _answer_dangling_calls(self) -> None:
+        """Answers calls a previous run left unanswered, so the history sent stays valid."""
+        entries = self.transcript.entries
+        answered = {m.call_id for m in entries if isinstance(m, ToolResult)}
+        for message in reversed(entries):
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    if call.id not in answered:
+                        self._append(_error_result(call, UNANSWERED_TEXT))
+                return
+
+    def _append(self, message: Message) -> None:
+        self.transcript.append(message)
+        if self.notify is not None:
+            self.notify(MessageAdded(len(self.transcript) - 1, message))
+
+    def _emit(self, event: Event) -> None:
+        if self.notify is not None:
+            self.notify(event)
+
+    def _finish(self) -> RunResult:
+        result = self.result()
+        self._emit(RunFinished(result))
+        return result
+
+    def _stop(
+        self, error: type[LimitExceeded], message: str, cause: BaseException | None = None
+    ) -> NoReturn:
+        self.stop_reason = error.reason
+        self._emit(LimitReached(error.reason, message))
+        raise error(message, self._finish()) from cause
+
+
+def _tokens(reply: AssistantMessage) -> Usage:
+    usage = reply.usage
+    if usage is None:
+        return Usage()
+    return Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
+
+
+def _error_result(call: ToolCall, text: str) -> ToolResult:
+    return ToolResult(call.id, call.name, text, is_error=True)
+
+
+def _retry_hook(exc: Exception) -> bool | float:
+    """Retry retryable model errors; a provider's Retry-After sets the wait."""
+    if isinstance(exc, ModelError) and exc.retryable:
+        return exc.retry_after if exc.retry_after is not None else True
+    return False

@@ -1,0 +1,250 @@
+"""The canonical transcript vocabulary: frozen values, independent of any provider's wire format.
+
+Every message round-trips through JSON with `to_dict()` and `message_from_dict()` (or the
+class's own `from_dict`); the `type` key says which class a dict is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeAlias
+
+__all__ = [
+    "AssistantMessage",
+    "Image",
+    "Message",
+    "Reasoning",
+    "Summary",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "UserMessage",
+    "message_from_dict",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token and call counts: per reply on `AssistantMessage.usage`, summed on `RunResult.usage`.
+
+    `tool_calls` counts every dispatched call, failed ones included. The cache fields are what
+    providers report as read from / written to their prompt cache (a part of `input_tokens`).
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    tool_calls: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.requests + other.requests,
+            self.tool_calls + other.tool_calls,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "requests": self.requests,
+            "tool_calls": self.tool_calls,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        return cls(**{k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """What the user said."""
+
+    text: str
+    type: ClassVar[str] = "user"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> UserMessage:
+        return cls(text=data["text"])
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the model asked for.
+
+    `arguments` is the raw JSON string the model sent (or a mapping, when a provider delivers an
+    object); parsing and validation happen at dispatch so a malformed call is answered, not lost.
+    """
+
+    id: str
+    name: str
+    arguments: str | Mapping[str, Any]
+    type: ClassVar[str] = "tool_call"
+
+    def to_dict(self) -> dict[str, Any]:
+        args = self.arguments if isinstance(self.arguments, str) else dict(self.arguments)
+        return {"id": self.id, "name": self.name, "arguments": args}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        return cls(id=data["id"], name=data["name"], arguments=data["arguments"])
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """An opaque reasoning item (Anthropic thinking block, Responses reasoning item).
+
+    Kept so the same provider can be sent it back next to its tool calls, as it requires;
+    `provider` names the adapter that produced it, and others leave it out.
+    """
+
+    provider: str
+    data: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"provider": self.provider, "data": dict(self.data)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Reasoning:
+        return cls(provider=data["provider"], data=data["data"])
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """One model reply: text and tool calls in the order the model produced them.
+
+    `stop_reason` is canonical: "end_turn", "tool_use", "max_tokens" (cut off by the output limit),
+    or the provider's own word for anything else.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    reasoning: tuple[Reasoning, ...] = field(default=())
+    type: ClassVar[str] = "assistant"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "text": self.text}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.usage is not None:
+            out["usage"] = self.usage.to_dict()
+        if self.stop_reason is not None:
+            out["stop_reason"] = self.stop_reason
+        if self.reasoning:
+            out["reasoning"] = [r.to_dict() for r in self.reasoning]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AssistantMessage:
+        usage = data.get("usage")
+        return cls(
+            text=data.get("text", ""),
+            tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls", ())),
+            usage=Usage.from_dict(usage) if usage is not None else None,
+            stop_reason=data.get("stop_reason"),
+            reasoning=tuple(Reasoning.from_dict(r) for r in data.get("reasoning", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image a tool returned, base64-encoded, for providers that accept images in results."""
+
+    media_type: str
+    data: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"media_type": self.media_type, "data": self.data}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Image:
+        return cls(media_type=data["media_type"], data=data["data"])
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The answer to one tool call, as the model reads it (already truncated).
+
+    `is_error` marks results the model should treat as a failure to fix; `images` are extra
+    parts for providers that accept them (text in `content` always describes them too).
+    """
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    images: tuple[Image, ...] = ()
+    type: ClassVar[str] = "tool_result"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type,
+            "call_id": self.call_id,
+            "name": self.name,
+            "content": self.content,
+            "is_error": self.is_error,
+        }
+        if self.images:
+            out["images"] = [i.to_dict() for i in self.images]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolResult:
+        return cls(
+            call_id=data["call_id"],
+            name=data["name"],
+            content=data["content"],
+            is_error=bool(data.get("is_error", False)),
+            images=tuple(Image.from_dict(i) for i in data.get("images", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A compaction entry: `text` stands for the `replaced` messages before the recent tail."""
+
+    text: str
+    replaced: int
+    type: ClassVar[str] = "summary"
+
+    @property
+    def note(self) -> str:
+        """The text the model reads in place of the replaced messages."""
+        return f"[{self.replaced} earlier messages summarised]\n{self.text}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "text": self.text, "replaced": self.replaced}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Summary:
+        return cls(text=data["text"], replaced=int(data["replaced"]))
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResult | Summary
+
+_BY_TYPE: dict[str, Any] = {
+    cls.type: cls for cls in (UserMessage, AssistantMessage, ToolResult, Summary)
+}
+
+
+def message_from_dict(data: Mapping[str, Any]) -> Message:
+    """Rebuilds any message from its `to_dict()` form; a ValueError names an unknown type."""
+    kind = data.get("type")
+    cls = _BY_TYPE.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"not a steadyloop message: unknown type {kind!r}")
+    message: Message = cls.from_dict(data)
+    return message

@@ -1,0 +1,114 @@
+"""JSON schemas for Python functions, and validation errors worded for the model.
+
+The schema comes from the signature's type hints through a pydantic model; descriptions come
+from the docstring (Google, NumPy or reST), so the docstring a developer writes is the prompt the
+model reads. Imported lazily: pydantic is not loaded until a tool is defined.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from steadyloop.errors import ConfigError
+
+__all__ = ["describe_function", "describe_validation_error"]
+
+_PREVIEW = 80
+
+
+def describe_function(
+    fn: Callable[..., Any], name: str, description: str | None
+) -> tuple[type[BaseModel], Any]:
+    """Returns the validation model for `fn`'s parameters and the `ToolSpec` the model sees."""
+    from steadyloop.tools import ToolSpec
+
+    if not name:
+        raise ConfigError(f"cannot name a tool for {fn!r}: pass name=...")
+    doc = docstring_parser.parse(inspect.getdoc(fn) or "")
+    param_docs = {p.arg_name: p.description for p in doc.params if p.description}
+    model = _arguments_model(fn, name, param_docs)
+    schema = _clean_schema(model.model_json_schema())
+    text = description if description is not None else _description_from(doc)
+    if not text.strip():
+        text = f"{name} (no description given)"
+    return model, ToolSpec(name=name, description=text, parameters=schema)
+
+
+def _description_from(doc: docstring_parser.Docstring) -> str:
+    parts = [doc.short_description or "", doc.long_description or ""]
+    if doc.returns is not None and doc.returns.description:
+        parts.append(f"Returns: {doc.returns.description}")
+    return "\n\n".join(p.strip() for p in parts if p and p.strip())
+
+
+def _arguments_model(
+    fn: Callable[..., Any], name: str, param_docs: dict[str, str]
+) -> type[BaseModel]:
+    try:
+        signature = inspect.signature(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except (TypeError, ValueError, NameError) as exc:
+        raise ConfigError(f"tool {name!r}: cannot read the signature of {fn!r}: {exc}") from exc
+    fields: dict[str, Any] = {}
+    for index, (param_name, param) in enumerate(signature.parameters.items()):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ConfigError(
+                f"tool {name!r}: *{param_name} / **{param_name} cannot be described to a model; "
+                "give each argument its own named parameter"
+            )
+        if param.kind is param.POSITIONAL_ONLY:
+            raise ConfigError(
+                f"tool {name!r}: parameter {param_name!r} is positional-only; tools are called "
+                "with keyword arguments"
+            )
+        annotation = hints.get(param_name, Any)
+        default = ... if param.default is param.empty else param.default
+        # Fields get neutral names with the parameter name as alias, so a parameter called
+        # `schema` or `model_config` cannot clash with BaseModel's own attributes.
+        fields[f"p{index}"] = (
+            annotation,
+            Field(default, alias=param_name, description=param_docs.get(param_name)),
+        )
+    config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=False)
+    try:
+        return create_model(f"{name}_arguments", __config__=config, **fields)
+    except Exception as exc:
+        raise ConfigError(
+            f"tool {name!r}: cannot build a schema for its parameters: {exc}"
+        ) from exc
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drops pydantic's generated titles: noise in the prompt, and not part of the contract."""
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+    for definition in schema.get("$defs", {}).values():
+        if isinstance(definition, dict):
+            _clean_schema(definition)
+    schema.setdefault("properties", {})
+    return schema
+
+
+def describe_validation_error(tool_name: str, exc: ValidationError) -> str:
+    """One line per bad field: where, what was expected, and what was given."""
+    lines = [f"invalid arguments for {tool_name}:"]
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+        if error["type"] == "missing":
+            lines.append(f"- {where}: required, but not given")
+        elif error["type"] == "extra_forbidden":
+            lines.append(f"- {where}: not a parameter of {tool_name}")
+        else:
+            given = repr(error.get("input"))
+            if len(given) > _PREVIEW:
+                given = given[:_PREVIEW] + "..."
+            lines.append(f"- {where}: {error['msg']} (given: {given})")
+    return "\n".join(lines)

@@ -1,0 +1,173 @@
+"""Fake models for tests and offline runs; they ship with the library and use no network.
+
+- `FunctionModel(fn)`: `fn(messages, tools)` (sync or async) decides each reply.
+- `ScriptedModel(replies)`: returns the replies in order; an exception item is raised instead.
+- `TestModel()`: calls every tool once with arguments made from its schema, then answers with a
+  text built from the results. What `--model test` runs.
+
+Each records the requests it was sent in `.requests`, for assertions.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from steadyloop.errors import ModelError
+from steadyloop.events import TextDelta
+from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
+from steadyloop.models.base import Model, ModelRequest, StreamPart
+from steadyloop.tools import ToolSpec
+
+__all__ = ["FunctionModel", "ScriptedModel", "TestModel"]
+
+ReplyFunction = Callable[
+    [Sequence[Message], Sequence[ToolSpec]], AssistantMessage | Awaitable[AssistantMessage]
+]
+
+
+class _RecordingModel(Model):
+    __test__ = False
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        """Streams the reply's text word by word, as a real provider would."""
+        reply = await self.request(request)
+        words = reply.text.split(" ")
+        for index, word in enumerate(words):
+            piece = word if index == len(words) - 1 else word + " "
+            if piece:
+                yield TextDelta(piece)
+        yield reply
+
+
+class FunctionModel(_RecordingModel):
+    """A model whose replies come from `fn(messages, tools)`; `messages` is the model's view."""
+
+    def __init__(self, fn: ReplyFunction, *, name: str = "function") -> None:
+        super().__init__()
+        self.fn = fn
+        self.name = name
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        self.requests.append(request)
+        reply = self.fn(request.messages, request.tools)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        if not isinstance(reply, AssistantMessage):
+            raise TypeError(f"FunctionModel fn must return an AssistantMessage, got {reply!r}")
+        return reply
+
+
+class ScriptedModel(_RecordingModel):
+    """Returns `replies` in order (a str is a text reply); an exception item is raised."""
+
+    def __init__(
+        self, replies: Iterable[AssistantMessage | str | BaseException], *, name: str = "scripted"
+    ) -> None:
+        super().__init__()
+        self.replies = [AssistantMessage(r) if isinstance(r, str) else r for r in replies]
+        self.name = name
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        self.requests.append(request)
+        index = len(self.requests) - 1
+        if index >= len(self.replies):
+            raise ModelError(
+                f"ScriptedModel has no reply left for request {index + 1} "
+                f"(it was given {len(self.replies)})"
+            )
+        reply = self.replies[index]
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+
+class TestModel(_RecordingModel):
+    """Offline model: calls every tool once with generated arguments, then sums up the results."""
+
+    def __init__(self, *, name: str = "test") -> None:
+        super().__init__()
+        self.name = name
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        self.requests.append(request)
+        results = _results_since_last_user(request.messages)
+        if results is None and request.tools:
+            calls = tuple(
+                ToolCall(f"call_{i}", spec.name, json.dumps(example_arguments(spec.parameters)))
+                for i, spec in enumerate(request.tools)
+            )
+            return AssistantMessage(tool_calls=calls, stop_reason="tool_use")
+        return AssistantMessage(_answer(request.messages, results or ()), stop_reason="end_turn")
+
+
+def _results_since_last_user(messages: Sequence[Message]) -> list[ToolResult] | None:
+    """The tool results after the last user message, or None if no tool ran since."""
+    results: list[ToolResult] = []
+    for message in reversed(messages):
+        if isinstance(message, UserMessage):
+            break
+        if isinstance(message, ToolResult):
+            results.append(message)
+    return list(reversed(results)) or None
+
+
+def _answer(messages: Sequence[Message], results: Sequence[ToolResult]) -> str:
+    prompt = next((m.text for m in reversed(messages) if isinstance(m, UserMessage)), "")
+    if not results:
+        return f"(test model) You said: {prompt}"
+    lines = [f"(test model) Ran {len(results)} tool call(s) for: {prompt}"]
+    for result in results:
+        status = "error" if result.is_error else "ok"
+        lines.append(f"- {result.name} [{status}]: {result.content[:200]}")
+    return "\n".join(lines)
+
+
+def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments that satisfy a JSON schema's required properties (defaults where given)."""
+    definitions = schema.get("$defs", {})
+    properties = schema.get("properties", {})
+    return {
+        name: _example(properties[name], definitions)
+        for name in schema.get("required", ())
+        if name in properties
+    }
+
+
+def _example(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> Any:
+    if "$ref" in schema:
+        return _example(definitions.get(schema["$ref"].rsplit("/", 1)[-1], {}), definitions)
+    if "default" in schema:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = [o for o in schema.get(key, ()) if o.get("type") != "null"]
+        if options:
+            return _example(options[0], definitions)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind == "object":
+        return {
+            name: _example(schema.get("properties", {})[name], definitions)
+            for name in schema.get("required", ())
+            if name in schema.get("properties", {})
+        }
+    minimum = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+    examples: dict[str, Any] = {
+        "string": "example",
+        "integer": max(1, int(minimum) + 1),
+        "number": max(1.0, float(minimum) + 1),
+        "boolean": True,
+        "array": [],
+        "null": None,
+    }
+    return examples.get(kind or "string", "example")

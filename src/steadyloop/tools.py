@@ -1,0 +1,281 @@
+"""Tools: plain Python functions described to the model by their type hints and docstrings.
+
+`@tool` turns a function (sync or async) into a `Tool`: a JSON schema built with pydantic from
+the signature, parameter descriptions taken from Google, NumPy or reST docstrings, and arguments
+validated before the function runs, so a bad call becomes an error the model can read and fix.
+Other kinds of tools (MCP) subclass `Tool` and override `bind` and `render`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, overload
+
+from steadyloop.errors import ConfigError
+from steadyloop.messages import Image
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = [
+    "ArgumentsError",
+    "BoundCall",
+    "FunctionTool",
+    "Tool",
+    "ToolOutput",
+    "ToolSpec",
+    "Toolset",
+    "as_tool",
+    "render_value",
+    "tool",
+]
+
+NO_OUTPUT_TEXT = "(the tool returned no output)"
+DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model is told about a tool: its name, description and JSON schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool's return value rendered for the model, before truncation."""
+
+    text: str
+    images: tuple[Image, ...] = ()
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BoundCall:
+    """A validated call, ready to run: `fn(**kwargs)`, awaited when `is_async`."""
+
+    fn: Callable[..., Any]
+    kwargs: Mapping[str, Any]
+    is_async: bool
+
+
+class ArgumentsError(Exception):
+    """The arguments failed the tool's schema; the message names each bad field for the model."""
+
+
+class Tool:
+    """Something the model can call. Subclasses provide `bind`; `render` has a sensible default.
+
+    The options mean: `timeout` seconds per attempt (None: the agent's `tool_timeout`);
+    `retries` extra attempts for exceptions in `retry_on`; `max_output` characters the model
+    reads (None: the agent's `max_tool_output`); `sequential` calls never overlap each other;
+    `idempotent` calls may be run again when a resumed run finds them unfinished.
+    """
+
+    def __init__(
+        self,
+        spec: ToolSpec,
+        *,
+        timeout: float | None = None,
+        retries: int = 0,
+        retry_on: tuple[type[BaseException], ...] = DEFAULT_RETRY_ON,
+        max_output: int | None = None,
+        sequential: bool = False,
+        idempotent: bool = False,
+    ) -> None:
+        if not spec.name:
+            raise ConfigError("a tool needs a non-empty name")
+        if timeout is not None and timeout <= 0:
+            raise ConfigError(f"tool {spec.name!r}: timeout must be > 0 seconds, got {timeout}")
+        if retries < 0:
+            raise ConfigError(f"tool {spec.name!r}: retries must be >= 0, got {retries}")
+        if max_output is not None and max_output < 0:
+            raise ConfigError(f"tool {spec.name!r}: max_output must be >= 0, got {max_output}")
+        self.spec = spec
+        self.timeout = timeout
+        self.retries = retries
+        self.retry_on = retry_on
+        self.max_output = max_output
+        self.sequential = sequential
+        self.idempotent = idempotent
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def description(self) -> str:
+        return self.spec.description
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        return self.spec.parameters
+
+    def bind(self, arguments: Mapping[str, Any]) -> BoundCall:
+        """Validates `arguments`; raises `ArgumentsError` with a message for the model."""
+        raise NotImplementedError
+
+    def render(self, value: Any) -> ToolOutput:
+        """Turns what the call returned into text for the model."""
+        return ToolOutput(render_value(value))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+class Toolset:
+    """A source of tools that must be started first (an MCP server, say).
+
+    The agent calls `tools()` once per run before the first model call, and `aclose()` when the
+    caller closes the agent. Subclasses start lazily in `tools()`.
+    """
+
+    async def tools(self) -> Sequence[Tool]:
+        """The tools this source offers; starts it if needed. Raises `ConfigError` on failure."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Stops whatever `tools()` started; safe to call more than once."""
+
+
+def render_value(value: Any) -> str:
+    """A str as is; None as a short explicit note; anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return NO_OUTPUT_TEXT
+    import pydantic_core
+
+    return pydantic_core.to_json(value, fallback=repr).decode()
+
+
+class FunctionTool(Tool):
+    """A Python function as a tool. Calling the object calls the function unchanged."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        retries: int = 0,
+        retry_on: tuple[type[BaseException], ...] = DEFAULT_RETRY_ON,
+        max_output: int | None = None,
+        sequential: bool = False,
+        idempotent: bool = False,
+    ) -> None:
+        from steadyloop.schema import describe_function
+
+        tool_name = name or str(getattr(fn, "__name__", ""))
+        model, spec = describe_function(fn, tool_name, description)
+        super().__init__(
+            spec,
+            timeout=timeout,
+            retries=retries,
+            retry_on=retry_on,
+            max_output=max_output,
+            sequential=sequential,
+            idempotent=idempotent,
+        )
+        self.fn = fn
+        self._model: type[BaseModel] = model
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._field_names = tuple(model.model_fields)
+        self._param_names = tuple(f.alias or k for k, f in model.model_fields.items())
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def bind(self, arguments: Mapping[str, Any]) -> BoundCall:
+        from pydantic import ValidationError
+
+        from steadyloop.schema import describe_validation_error
+
+        try:
+            validated = self._model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ArgumentsError(describe_validation_error(self.name, exc)) from None
+        values = validated.__dict__
+        kwargs = {
+            param: values[field]
+            for field, param in zip(self._field_names, self._param_names, strict=True)
+        }
+        return BoundCall(self.fn, kwargs, self._is_async)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    retries: int = 0,
+    retry_on: tuple[type[BaseException], ...] = DEFAULT_RETRY_ON,
+    max_output: int | None = None,
+    sequential: bool = False,
+    idempotent: bool = False,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    retries: int = 0,
+    retry_on: tuple[type[BaseException], ...] = DEFAULT_RETRY_ON,
+    max_output: int | None = None,
+    sequential: bool = False,
+    idempotent: bool = False,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Makes a function a tool: `@tool` or `@tool(timeout=30, retries=2, ...)`.
+
+    Args:
+        name: the name the model calls it by (default: the function's name).
+        description: what the model is told (default: the docstring without its Args section).
+        timeout: seconds per attempt before the call is answered "timed out" (default: the
+            agent's `tool_timeout`).
+        retries: extra attempts when the tool raises one of `retry_on` (2 means up to 3 tries).
+        retry_on: transient exception types worth retrying, with backoff.
+        max_output: characters of output the model reads (default: the agent's
+            `max_tool_output`); the rest is cut from the middle.
+        sequential: calls to this tool never overlap; several in one turn run in call order.
+        idempotent: safe to run again when a resumed run finds the call unfinished.
+    """
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            retries=retries,
+            retry_on=retry_on,
+            max_output=max_output,
+            sequential=sequential,
+            idempotent=idempotent,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
+    """A `Tool` as is; a plain function wrapped with the default options."""
+    if isinstance(obj, Tool):
+        return obj
+    if callable(obj):
+        return FunctionTool(obj)
+    raise ConfigError(f"not a tool or a function: {obj!r}")

@@ -1,0 +1,60 @@
+import steadyloop
+import steadyloop.testing
+
+EXPECTED = {
+    "Agent",
+    "AssistantMessage",
+    "Compaction",
+    "ConfigError",
+    "ContextLimitExceeded",
+    "ContextWindowExceeded",
+    "FatalToolError",
+    "LimitExceeded",
+    "Limits",
+    "Message",
+    "ModelError",
+    "RepeatLimitExceeded",
+    "RunResult",
+    "SteadyloopError",
+    "Summary",
+    "Tool",
+    "ToolCall",
+    "ToolError",
+    "ToolResult",
+    "TurnLimitExceeded",
+    "Usage",
+    "UserMessage",
+    "tool",
+    "truncate",
+}
+
+
+def test_public_exports_are_exactly_the_documented_ones() -> None:
+    assert set(steadyloop.__all__) == EXPECTED
+    assert steadyloop.__all__ == sorted(steadyloop.__all__)
+    for name in EXPECTED:
+        assert getattr(steadyloop, name) is not None
+
+
+def test_public_names_in_module_namespace_are_all_exported() -> None:
+    public = {
+        name
+        for name, value in vars(steadyloop).items()
+        if not name.startswith("_") and getattr(value, "__module__", "").startswith("steadyloop")
+    }
+    assert public <= set(steadyloop.__all__)
+
+
+def test_testing_exports() -> None:
+    assert set(steadyloop.testing.__all__) == {"FunctionModel", "ScriptedModel", "TestModel"}
+
+
+def test_every_error_is_a_steadyloop_error() -> None:
+    for name in EXPECTED:
+        value = getattr(steadyloop, name)
+        if isinstance(value, type) and issubclass(value, Exception):
+            assert issubclass(value, steadyloop.SteadyloopError)
+    assert issubclass(steadyloop.ConfigError, ValueError)
+    assert issubclass(steadyloop.ContextWindowExceeded, steadyloop.ModelError)
+    for limit in ("TurnLimitExceeded", "ContextLimitExceeded", "RepeatLimitExceeded"):
+        assert issubclass(getattr(steadyloop, limit), steadyloop.LimitExceeded)
