@@ -1,0 +1,130 @@
+"""Shared rules every adapter applies before translating: the history a provider will accept.
+
+Providers reject histories that our canonical transcript may legally hold: call ids in another
+provider's format, too long, empty or repeated; tool names with dots or spaces; a tool result
+whose call is not right before it; a call with no result. `prepare_history` rewrites a copy of
+the model's view so that none of these reach the wire, deterministically (the same input always
+gives the same ids) and consistently (a call and its result get the same new id). The canonical
+transcript keeps the originals. `ToolNames` maps tool names both ways.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
+
+__all__ = ["IdRules", "ToolNames", "prepare_history"]
+
+_NAME_OK = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_NAME_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
+MISSING_RESULT_TEXT = "not run: no result was recorded for this call"
+
+
+def _digest(text: str, length: int) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+@dataclass(frozen=True, slots=True)
+class IdRules:
+    """What a provider accepts as a tool-call id."""
+
+    pattern: re.Pattern[str] = re.compile(r"^[a-zA-Z0-9_-]+$")
+    max_length: int = 40
+    prefix: str = "call_"
+
+    def accepts(self, call_id: str) -> bool:
+        return 0 < len(call_id) <= self.max_length and bool(self.pattern.match(call_id))
+
+    def make(self, seed: str) -> str:
+        """A valid id derived from `seed` (deterministic)."""
+        room = max(8, min(24, self.max_length - len(self.prefix)))
+        return self.prefix + _digest(seed, room)
+
+
+class ToolNames:
+    """Maps tool names to names every provider accepts (`^[a-zA-Z0-9_-]{1,64}$`) and back.
+
+    Valid names are kept; others are cleaned and given a short hash so two names that clean to
+    the same text stay apart. Names the model sends that we never mapped come back unchanged,
+    so the loop can answer them as unknown tools.
+    """
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._to_wire: dict[str, str] = {}
+        self._from_wire: dict[str, str] = {}
+        for name in names:
+            wire = name if _NAME_OK.match(name) else self._clean(name)
+            self._to_wire[name] = wire
+            self._from_wire[wire] = name
+
+    @staticmethod
+    def _clean(name: str) -> str:
+        base = _NAME_BAD_CHARS.sub("_", name).strip("_") or "tool"
+        return f"{base[:55]}_{_digest(name, 8)}"
+
+    def to_wire(self, name: str) -> str:
+        return self._to_wire.get(name) or (name if _NAME_OK.match(name) else self._clean(name))
+
+    def from_wire(self, wire: str) -> str:
+        return self._from_wire.get(wire, wire)
+
+
+def prepare_history(messages: Sequence[Message], rules: IdRules) -> tuple[Message, ...]:
+    """A copy of `messages` a strict provider accepts, pairing calls and results.
+
+    - every call id valid under `rules` and unique in the request, rewritten the same way in the
+      call and in its result;
+    - every call answered right after its reply (a missing result becomes an error result);
+    - a result with no call just before it is kept as user text after the answered results,
+      not sent as an orphan.
+    """
+    out: list[Message] = []
+    used: set[str] = set()
+    open_calls: dict[str, list[str]] = {}  # original id -> wire ids of the latest reply's calls
+    pending: list[ToolCall] = []  # calls of the latest reply not yet answered, wire ids
+    orphans: list[Message] = []  # results with no call, sent as text once the results are in
+    for position, message in enumerate(messages):
+        if isinstance(message, ToolResult):
+            waiting = open_calls.get(message.call_id)
+            if not waiting:
+                orphans.append(_orphan_as_text(message))
+                continue
+            wire_id = waiting.pop(0)
+            pending = [c for c in pending if c.id != wire_id]
+            out.append(
+                ToolResult(wire_id, message.name, message.content, message.is_error, message.images)
+            )
+            continue
+        out.extend(_missing_results(pending))
+        out.extend(orphans)
+        pending, open_calls, orphans = [], {}, []
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            calls: list[ToolCall] = []
+            for index, call in enumerate(message.tool_calls):
+                wire_id = call.id
+                if not rules.accepts(wire_id) or wire_id in used or call.id in open_calls:
+                    wire_id = rules.make(f"{position}:{index}:{call.id}")
+                used.add(wire_id)
+                open_calls.setdefault(call.id, []).append(wire_id)
+                calls.append(ToolCall(wire_id, call.name, call.arguments))
+            pending = list(calls)
+            message = AssistantMessage(
+                message.text, tuple(calls), message.usage, message.stop_reason, message.reasoning
+            )
+        out.append(message)
+    out.extend(_missing_results(pending))
+    out.extend(orphans)
+    return tuple(out)
+
+
+def _missing_results(pending: Sequence[ToolCall]) -> list[ToolResult]:
+    return [ToolResult(c.id, c.name, MISSING_RESULT_TEXT, is_error=True) for c in pending]
+
+
+def _orphan_as_text(result: ToolResult) -> UserMessage:
+    label = "error" if result.is_error else "result"
+    return UserMessage(f"[tool {label} from {result.name} ({result.call_id})]\n{result.content}")
