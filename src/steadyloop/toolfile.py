@@ -1,0 +1,129 @@
+"""Tools from a Python file given by path, for `steadyloop run --tools FILE.py` and `lint FILE.py`.
+
+The file is imported under a private module name (so its `if __name__ == "__main__":` block does
+not run), then every `Tool` object in its namespace is collected (`@tool` functions), plus the
+items of a module-level `tools` list if there is one (plain functions there are wrapped with the
+default options). Everything that can go wrong, from a wrong path to a file that raises while
+importing, becomes one `ConfigError` whose message names the file and says what to change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from steadyloop.errors import ConfigError
+from steadyloop.tools import FunctionTool, Tool, as_tool
+
+__all__ = ["load_tools_from_file"]
+
+
+def load_tools_from_file(path: str | os.PathLike[str]) -> list[Tool]:
+    """The tools defined in the Python file at `path`, in definition order.
+
+    Raises `ConfigError` when the file is missing, unreadable or not a `.py` file, raises while
+    importing, defines no tools, or defines two tools with the same name.
+    """
+    file = Path(path)
+    _check_readable(file)
+    module = _import(file)
+    found = _collect(module, file)
+    if not found:
+        raise ConfigError(
+            f"{file} defines no tools: decorate functions with @tool, or list them in a "
+            "module-level `tools = [...]`"
+        )
+    _check_unique_names(found, file)
+    return found
+
+
+def _check_readable(file: Path) -> None:
+    if file.suffix != ".py":
+        raise ConfigError(f"{file} is not a Python file: tools files must end in .py")
+    try:
+        with file.open("rb"):
+            pass
+    except FileNotFoundError as exc:
+        raise ConfigError(f"tools file not found: {file} (check the path)") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(
+            f"{file} is a directory: pass a Python file with tools, like tools.py"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read tools file {file}: {exc.strerror or exc}") from exc
+
+
+def _import(file: Path) -> ModuleType:
+    """Runs the file as a fresh module; an exception while it runs becomes a `ConfigError`."""
+    digest = hashlib.sha1(str(file.resolve()).encode(), usedforsecurity=False).hexdigest()[:10]
+    stem = re.sub(r"\W", "_", file.stem)
+    name = f"_steadyloop_toolfile_{stem}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot import {file} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before running, as a normal import is: dataclasses and pickling look it up.
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:
+        del sys.modules[name]
+        detail = f": {exc}" if str(exc) else ""
+        raise ConfigError(
+            f"tools file {file} raised {type(exc).__name__} on import{detail}"
+        ) from exc
+    return module
+
+
+def _collect(module: ModuleType, file: Path) -> list[Tool]:
+    found: list[Tool] = []
+    seen: set[int] = set()
+
+    def add(item: Any, tool: Tool) -> None:
+        if id(item) not in seen:
+            seen.add(id(item))
+            found.append(tool)
+
+    namespace = vars(module)
+    for value in namespace.values():
+        if isinstance(value, Tool):
+            add(value, value)
+    listed = namespace.get("tools")
+    if listed is None or isinstance(listed, ModuleType):
+        return found
+    if not isinstance(listed, list | tuple):
+        raise ConfigError(
+            f"{file}: `tools` must be a list of tools or functions, got {type(listed).__name__}"
+        )
+    for index, item in enumerate(listed):
+        try:
+            add(item, as_tool(item))
+        except ConfigError as exc:
+            raise ConfigError(f"{file}: tools[{index}]: {exc}") from exc
+    return found
+
+
+def _check_unique_names(found: list[Tool], file: Path) -> None:
+    by_name: dict[str, Tool] = {}
+    for tool in found:
+        first = by_name.setdefault(tool.name, tool)
+        if first is not tool:
+            raise ConfigError(
+                f"{file}: two tools are named {tool.name!r} ({_origin(first)} and "
+                f"{_origin(tool)}): give one another name with @tool(name=...)"
+            )
+
+
+def _origin(tool: Tool) -> str:
+    """Where a tool was defined, for error messages: the function and its line when known."""
+    if isinstance(tool, FunctionTool):
+        code = getattr(tool.fn, "__code__", None)
+        where = f" at line {code.co_firstlineno}" if code is not None else ""
+        return f"function {getattr(tool.fn, '__qualname__', tool.fn)!r}{where}"
+    return repr(tool)
