@@ -285,7 +285,12 @@ def test_mode_parameter_with_options_listed_in_its_description() -> None:
         properties={"mode": {"type": "string", "description": "one of 'summary', 'full' or 'raw'"}}
     )
 
+    unquoted = schema_tool(
+        properties={"action": {"type": "string", "description": "One of: start, stop or pause."}}
+    )
+
     assert ("mode-param", "mode") in checks_of(listed)
+    assert ("mode-param", "action") in checks_of(unquoted)
 
 
 def test_filters_and_free_text_commands_are_not_mode_parameters() -> None:
@@ -297,7 +302,7 @@ def test_filters_and_free_text_commands_are_not_mode_parameters() -> None:
     )
     shell = schema_tool(
         "run_shell_command",
-        properties={"command": {"type": "string", "description": "the command line to run"}},
+        properties={"command": {"type": "string", "description": "like 'ls', 'pwd' or 'df'"}},
     )
 
     assert not {c for c, _ in checks_of(status_filter, shell)} & {"mode-param"}
@@ -376,7 +381,7 @@ def test_render_has_a_block_per_tool_with_score_findings_and_fixes() -> None:
     assert "error   restates-name: " in bad
     assert "fix: say what it works on" in bad
     assert total == (
-        f"overall {report.score}/100: 2 tools, 1 errors, {len(report.findings) - 1} warnings"
+        f"overall {report.score}/100: 2 tools, 1 error, {len(report.findings) - 1} warnings"
     )
     assert all(len(line) <= 100 for line in text.splitlines())
 

@@ -105,8 +105,8 @@ class LintReport:
         errors = sum(f.severity == "error" for f in self.findings)
         warnings = len(self.findings) - errors
         blocks.append(
-            f"overall {self.score}/100: {len(self.tools)} tools, "
-            f"{errors} errors, {warnings} warnings"
+            f"overall {self.score}/100: {_count(len(self.tools), 'tool')}, "
+            f"{_count(errors, 'error')}, {_count(warnings, 'warning')}"
         )
         return "\n\n".join(blocks) + "\n"
 
@@ -122,22 +122,31 @@ def lint_tools(tools: Sequence[Tool]) -> LintReport:
     return LintReport(tuple(results))
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _render_tool(result: ToolLint) -> str:
     if not result.findings:
         return f"{result.tool}: {result.score}/100, no findings"
     lines = [f"{result.tool}: {result.score}/100"]
     for f in result.findings:
         about = f" [{f.parameter}]" if f.parameter else ""
-        lines += textwrap.wrap(
-            f"{f.severity:<7} {f.check}{about}: {f.message}",
-            width=100,
-            initial_indent="  ",
-            subsequent_indent="      ",
-        )
-        lines += textwrap.wrap(
-            f"fix: {f.suggestion}", width=100, initial_indent="    ", subsequent_indent="      "
-        )
+        lines += _wrap(f"{f.severity:<7} {f.check}{about}: {f.message}", "  ")
+        lines += _wrap(f"fix: {f.suggestion}", "    ")
     return "\n".join(lines)
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    """Lines of at most 100 characters that never split a name like `create-file` or `a_b`."""
+    return textwrap.wrap(
+        text,
+        width=100,
+        initial_indent=indent,
+        subsequent_indent="      ",
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
 
 
 # --- word lists ---------------------------------------------------------------------------------
@@ -191,7 +200,7 @@ _RETURNS = re.compile(
 )
 _SIZE = re.compile(
     r"\bup to\b|\bat (most|least)\b|\blimit|\bmax(imum)?\b|\b(first|last|top) \w+|\d"
-    r"|\ball\b|\bevery\b|\bpage|\bpaginat|\btruncat|\bcharacters\b|\bbytes\b|\bno more than\b",
+    r"|\b(all|every|whole|entire)\b|\bpage|\btruncat|\bcharacters\b|\bbytes\b|\bno more than\b",
     re.IGNORECASE,
 )
 _MATCHING = re.compile(
@@ -202,6 +211,8 @@ _MATCHING = re.compile(
     re.IGNORECASE,
 )
 _QUOTED_OPTION = re.compile(r"""['"`]([\w.:-]+)['"`]""")
+_ONE_OF = re.compile(r"\bone of:?\s+([\w.:-]+(?:\s*(?:,|\||/|\bor\b)\s*[\w.:-]+)+)", re.IGNORECASE)
+_EXAMPLES = re.compile(r"\b(e\.g\.|eg|like|for example|such as)", re.IGNORECASE)
 _PLACEHOLDER = "(no description given)"
 _LIST_TYPES = (list, tuple, set, frozenset)
 
@@ -405,8 +416,18 @@ def _schema_options(prop: Mapping[str, Any], schema: Mapping[str, Any]) -> list[
 
 
 def _listed_options(description: str) -> list[str]:
-    """Values a description offers in quotes: "'open', 'pending' or 'closed'"."""
+    """The closed set of values a description offers.
+
+    "'open', 'pending' or 'closed'" or "one of: summary, full, raw"; examples ("like 'ls' or
+    'pwd'") are not a closed set.
+    """
+    if _EXAMPLES.search(description):
+        return []
     found = _QUOTED_OPTION.findall(description)
+    one_of = _ONE_OF.search(description)
+    if len(found) < 2 and one_of:
+        parts = re.split(r"\s*(?:,|\||/|\bor\b)\s*", one_of[1])
+        found = [w.strip(".:") for w in parts if w.strip(".:")]
     return list(dict.fromkeys(found)) if len(found) >= 2 else []
 
 
