@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from steadyloop.compaction import Compaction
 from steadyloop.dispatch import Dispatcher
-from steadyloop.errors import ConfigError
+from steadyloop.errors import ConfigError, LimitExceeded
 from steadyloop.events import Event
 from steadyloop.limits import Limits, TokenEstimator, estimate_tokens
 from steadyloop.loop import Run
@@ -18,6 +19,9 @@ from steadyloop.models import Model, resolve_model
 from steadyloop.result import RunResult
 from steadyloop.retry import Backoff
 from steadyloop.tools import Tool, Toolset, as_tool
+
+if TYPE_CHECKING:
+    from steadyloop.store import RunStore
 
 __all__ = ["Agent"]
 
@@ -42,6 +46,8 @@ class Agent:
         model_retries: extra attempts of a model call that failed with a retryable error (after
             the SDK's own retries).
         estimate_tokens: the token estimate for messages appended since the provider's count.
+        store: the run log: a `RunStore` or the path of its SQLite file (None: no log).
+        metadata: extra JSON-able facts logged with each run (the CLI records its tool files).
     """
 
     def __init__(
@@ -57,6 +63,8 @@ class Agent:
         backoff: Backoff | None = None,
         model_retries: int = 2,
         estimate_tokens: TokenEstimator = estimate_tokens,
+        store: RunStore | str | Path | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         if max_tool_output < 0:
             raise ConfigError(f"max_tool_output must be >= 0, got {max_tool_output}")
@@ -73,6 +81,8 @@ class Agent:
         self.backoff = backoff if backoff is not None else Backoff()
         self.model_retries = model_retries
         self.estimate_tokens = estimate_tokens
+        self.metadata = dict(metadata or {})
+        self._store = store
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
         self.tools: tuple[Tool, ...] = tuple(
             as_tool(t) for t in tools if not isinstance(t, Toolset)
@@ -81,10 +91,68 @@ class Agent:
         self._executor: ThreadPoolExecutor | None = None
         self._dispatcher: Dispatcher | None = None if self.toolsets else self._make_dispatcher([])
 
-    async def run(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:
-        """Runs until the model answers; raises `LimitExceeded` (with `.result`) at a limit."""
-        run = Run(self, await self._dispatcher_for_run(), prompt, history)
-        return await run.execute()
+    async def run(
+        self,
+        prompt: str,
+        *,
+        history: Sequence[Message] = (),
+        on_event: Callable[[Event], None] | None = None,
+    ) -> RunResult:
+        """Runs until the model answers; raises `LimitExceeded` (with `.result`) at a limit.
+
+        `on_event` is called with each event as it happens (as `stream` yields them).
+        """
+        return await self._start(prompt, history, on_event)
+
+    async def resume(
+        self, run_id: str, *, on_event: Callable[[Event], None] | None = None
+    ) -> RunResult:
+        """Continues a logged run that was killed, interrupted or failed, from its log.
+
+        Calls that finished are not run again; unfinished ones are run again if their tool is
+        `idempotent`, otherwise answered with an error saying they were interrupted.
+        """
+        from steadyloop.resume import resume_point
+
+        store = self._require_store("resume")
+        point = resume_point(store, run_id)
+        run = Run(
+            self,
+            await self._dispatcher_for_run(),
+            None,
+            point.messages,
+            _fan_out(store.recorder(point.run_id), on_event),
+            streaming=on_event is not None,
+            run_id=point.run_id,
+            turns_used=point.turns_used,
+            usage=point.usage,
+            recovered=point.recovered,
+        )
+        store.mark(point.run_id, "running")
+        return await _logged(run, store)
+
+    async def _start(
+        self,
+        prompt: str,
+        history: Sequence[Message],
+        stream_to: Callable[[Event], None] | None = None,
+    ) -> RunResult:
+        dispatcher = await self._dispatcher_for_run()
+        store = self.store
+        notify, run_id = stream_to, None
+        if store is not None:
+            run_id = store.start_run(
+                model=self.model.name,
+                prompt=prompt,
+                history=history,
+                config={**self.describe(), "tools": [t.name for t in dispatcher.tools]},
+            )
+            notify = _fan_out(store.recorder(run_id), stream_to)
+        run = Run(
+            self, dispatcher, prompt, history, notify, streaming=stream_to is not None,
+            run_id=run_id,
+        )  # fmt: skip
+        return await _logged(run, store)
 
     def run_sync(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:
         """`run` for code without a running event loop."""
@@ -101,15 +169,7 @@ class Agent:
         have been yielded. Leaving the loop early cancels the run.
         """
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        run = Run(
-            self,
-            await self._dispatcher_for_run(),
-            prompt,
-            history,
-            queue.put_nowait,
-            streaming=True,
-        )
-        task = asyncio.create_task(run.execute())
+        task = asyncio.create_task(self._start(prompt, history, queue.put_nowait))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -119,6 +179,45 @@ class Agent:
             if not task.done():
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+
+    @property
+    def store(self) -> RunStore | None:
+        """The run log, opened on first use; None when the agent keeps no log."""
+        if self._store is None:
+            return None
+        from steadyloop.store import RunStore
+
+        if not isinstance(self._store, RunStore):
+            self._store = RunStore(self._store)
+        return self._store
+
+    def _require_store(self, action: str) -> RunStore:
+        store = self.store
+        if store is None:
+            raise ConfigError(f"{action} needs a run log: create the Agent with store=PATH")
+        return store
+
+    def describe(self) -> dict[str, Any]:
+        """The agent's settings as logged with each run."""
+        limits = self.limits
+        return {
+            "model": self.model.name,
+            "instructions": self.instructions,
+            "limits": {
+                "max_turns": limits.max_turns,
+                "max_context_tokens": limits.max_context_tokens,
+                "max_repeats": limits.max_repeats,
+            },
+            "max_tool_output": self.max_tool_output,
+            "tool_timeout": self.tool_timeout,
+            "tools": [t.name for t in self.tools],
+            "compaction": (
+                {"keep_recent": self.compaction.keep_recent, "trigger": self.compaction.trigger}
+                if self.compaction is not None
+                else None
+            ),
+            **self.metadata,
+        }
 
     async def aclose(self) -> None:
         """Stops toolsets (MCP servers), releases the model's connections and tool threads."""
@@ -162,6 +261,35 @@ class Agent:
     def __repr__(self) -> str:
         names = ", ".join(t.name for t in self.tools)
         return f"Agent({self.model.name!r}, tools=[{names}])"
+
+
+async def _logged(run: Run, store: RunStore | None) -> RunResult:
+    """Runs `run`, marking in the log how it ended when it did not end by answering."""
+    if store is None or run.run_id is None:
+        return await run.execute()
+    try:
+        return await run.execute()
+    except LimitExceeded:
+        raise
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        store.mark(run.run_id, "interrupted")
+        raise
+    except BaseException as exc:
+        store.mark(run.run_id, "error", f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def _fan_out(
+    first: Callable[[Event], None], second: Callable[[Event], None] | None
+) -> Callable[[Event], None]:
+    if second is None:
+        return first
+
+    def both(event: Event) -> None:
+        first(event)
+        second(event)
+
+    return both
 
 
 def _check_unique(tools: Sequence[Tool]) -> None:

@@ -7,7 +7,7 @@ valid (every call answered) whatever ends the run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from steadyloop.errors import (
@@ -46,6 +46,11 @@ CUT_OFF_TEXT = (
     "complete, so it was not run; send it again with shorter arguments"
 )
 UNANSWERED_TEXT = "not run: the conversation went on before this call was answered"
+INTERRUPTED_TEXT = (
+    "interrupted: the run stopped while this call was running, so its outcome is unknown; it was "
+    "not run again because {name} is not marked idempotent. Check its effect before calling it "
+    "again"
+)
 
 
 class Run:
@@ -55,13 +60,19 @@ class Run:
         self,
         agent: Agent,
         dispatcher: Dispatcher,
-        prompt: str,
+        prompt: str | None,
         history: Sequence[Message],
         notify: Callable[[Event], None] | None = None,
         *,
         streaming: bool = False,
         run_id: str | None = None,
+        turns_used: int = 0,
+        usage: Usage | None = None,
+        recovered: Mapping[str, ToolResult] | None = None,
     ) -> None:
+        """`prompt` None resumes: the history is this run's own log, `turns_used` its model
+        calls and `usage` so far, and `recovered` the results of calls that finished before it
+        stopped."""
         self.agent = agent
         self.dispatcher = dispatcher
         self.prompt = prompt
@@ -70,8 +81,9 @@ class Run:
         self.run_id = run_id
         self.transcript = Transcript(history, agent.estimate_tokens)
         self.history_length = len(self.transcript)
-        self.turns = 0
-        self.usage = Usage()
+        self.turns = turns_used
+        self.recovered = recovered
+        self.usage = usage if usage is not None else Usage()
         self.guard = RepeatGuard(agent.limits.max_repeats)
         self.specs = tuple(tool.spec for tool in dispatcher.tools)
         self.fixed_tokens = estimate_fixed_tokens(agent.instructions, self.specs)
@@ -79,9 +91,13 @@ class Run:
 
     async def execute(self) -> RunResult:
         """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
-        self._emit(RunStarted(self.run_id, self.agent.model.name, self.prompt, self.history_length))
-        self._answer_dangling_calls()
-        self._append(UserMessage(self.prompt))
+        prompt = self.prompt
+        self._emit(
+            RunStarted(self.run_id, self.agent.model.name, prompt or "", self.history_length)
+        )
+        await self._answer_unanswered_calls()
+        if prompt is not None:
+            self._append(UserMessage(prompt))
         while True:
             await self._check_limits()
             reply = await self._call_model()
@@ -210,16 +226,38 @@ class Run:
 
     # -- bookkeeping -------------------------------------------------------------------------
 
-    def _answer_dangling_calls(self) -> None:
-        """Answers calls a previous run left unanswered, so the history sent stays valid."""
+    async def _answer_unanswered_calls(self) -> None:
+        """Answers the calls of the last reply that have no result, so the history stays valid.
+
+        With a new prompt they are answered "not run". When resuming, a call that finished
+        before the stop gets its logged result, an idempotent one is run again, and any other is
+        answered "interrupted" rather than risk doing its effect twice.
+        """
         entries = self.transcript.entries
+        last = next((m for m in reversed(entries) if isinstance(m, AssistantMessage)), None)
+        if last is None:
+            return
         answered = {m.call_id for m in entries if isinstance(m, ToolResult)}
-        for message in reversed(entries):
-            if isinstance(message, AssistantMessage):
-                for call in message.tool_calls:
-                    if call.id not in answered:
-                        self._append(_error_result(call, UNANSWERED_TEXT))
-                return
+        unanswered = [c for c in last.tool_calls if c.id not in answered]
+        if not unanswered:
+            return
+        if self.recovered is None:
+            for call in unanswered:
+                self._append(_error_result(call, UNANSWERED_TEXT))
+            return
+        tools = {t.name: t for t in self.dispatcher.tools}
+        rerun = [
+            c
+            for c in unanswered
+            if c.id not in self.recovered and c.name in tools and tools[c.name].idempotent
+        ]
+        batch = await self.dispatcher.run(rerun, self.notify)
+        fresh = {outcome.call.id: outcome.result for outcome in batch.outcomes}
+        for call in unanswered:
+            result = self.recovered.get(call.id) or fresh.get(call.id)
+            self._append(result or _error_result(call, INTERRUPTED_TEXT.format(name=call.name)))
+        if batch.stop is not None:
+            raise batch.stop
 
     def _append(self, message: Message) -> None:
         self.transcript.append(message)

@@ -25,8 +25,9 @@ PROVIDERS: dict[str, str] = {
 }
 
 NO_MODEL_HINT = (
-    "no model given: pass one, e.g. Agent('openai:gpt-4.1-mini'), or set STEADYLOOP_MODEL; "
-    "use the model 'test' to run offline"
+    "no model given: pass a model spec (Agent('openai:gpt-4.1-mini'), or --model "
+    "openai:gpt-4.1-mini on the command line) or set STEADYLOOP_MODEL; use the model 'test' "
+    "(--model test) to run offline"
 )
 
 

@@ -1,0 +1,5 @@
+"""`python -m steadyloop` runs the command line."""
+
+from steadyloop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,265 @@
+"""The `steadyloop` commands. Exit codes: 0 answered, 3 stopped by a limit, 1 error, 130
+interrupted (the run can be resumed), 2 bad usage. Errors are one line on stderr, never a
+traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from steadyloop.agent import Agent
+from steadyloop.cli.live import make_view
+from steadyloop.cli.setup import agent_from_config, build_agent, load_tools, open_store
+from steadyloop.cli.show import render_runs, render_transcript, transcript_json
+from steadyloop.errors import LimitExceeded, SteadyloopError
+from steadyloop.events import Event, RunStarted
+from steadyloop.limits import Limits
+from steadyloop.result import RunResult
+
+__all__ = ["cli"]
+
+T = TypeVar("T")
+
+EXIT_ANSWERED, EXIT_ERROR, EXIT_LIMIT, EXIT_INTERRUPTED = 0, 1, 3, 130
+
+
+class Failure(click.ClickException):
+    """A one-line error with an exit code."""
+
+    exit_code = EXIT_ERROR
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="steadyloop")
+def cli() -> None:
+    """Run LLM agents that hold up: steadyloop run --tools tools.py --model test "..." """
+
+
+@cli.command()
+@click.argument("prompt")
+@click.option(
+    "--tools",
+    "tool_files",
+    multiple=True,
+    metavar="FILE.py",
+    help="a Python file whose @tool functions (or `tools` list) the agent may call",
+)
+@click.option(
+    "--model",
+    default=None,
+    help="model spec: openai:MODEL, openai-responses:MODEL, anthropic:MODEL, "
+    "ollama:MODEL or test (default: $STEADYLOOP_MODEL)",
+)
+@click.option("--instructions", default=None, help="the system prompt")
+@click.option("--max-turns", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "--max-context-tokens", type=click.IntRange(min=1), default=150_000, show_default=True
+)
+@click.option(
+    "--max-tool-output",
+    type=click.IntRange(min=0),
+    default=8_000,
+    show_default=True,
+    help="characters of each tool result the model reads",
+)
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+@click.option("--no-log", is_flag=True, help="do not write the run log")
+def run(prompt: str, tool_files: tuple[str, ...],
+        model: str | None, instructions: str | None, max_turns: int, max_context_tokens: int,
+        max_tool_output: int, as_json: bool, no_log: bool) -> None:  # fmt: skip
+    """Run an agent on PROMPT ('-' reads it from stdin) and print its answer."""
+    if prompt == "-":
+        prompt = sys.stdin.read().strip()
+        if not prompt:
+            raise click.UsageError("the prompt on stdin was empty")
+    agent = _guard(
+        lambda: build_agent(
+            model=model,
+            tool_files=tool_files,
+            instructions=instructions,
+            limits=Limits(max_turns=max_turns, max_context_tokens=max_context_tokens),
+            max_tool_output=max_tool_output,
+            store=None if no_log else open_store(),
+        )
+    )
+    _run_to_exit(agent, lambda notify: agent.run(prompt, on_event=notify), as_json)
+
+
+@cli.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--model", default=None, help="continue with another model spec")
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+def resume(run_id: str, model: str | None, as_json: bool) -> None:
+    """Continue a run that was killed, interrupted or failed, from its log."""
+    store = _guard(open_store)
+    info = _guard(lambda: store.run(run_id))
+    agent = _guard(lambda: agent_from_config(info.config, store, model=model))
+    _run_to_exit(
+        agent, lambda notify: agent.resume(info.id, on_event=notify), as_json, run_id=info.id
+    )
+
+
+@cli.command()
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True)
+def logs(limit: int) -> None:
+    """List recent runs: id, when, model, turns, tokens, how each ended."""
+    store = _guard(open_store)
+    click.echo(render_runs(store.runs(limit)))
+
+
+@cli.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--json", "as_json", is_flag=True, help="the run and all its events as JSON")
+@click.option("--full", is_flag=True, help="also print untruncated tool output")
+def show(run_id: str, as_json: bool, full: bool) -> None:
+    """Show a run's transcript: errors, truncations, compactions and stops marked."""
+    store = _guard(open_store)
+    text = _guard(
+        lambda: (
+            transcript_json(store, run_id)
+            if as_json
+            else render_transcript(store, run_id, full=full)
+        )
+    )
+    click.echo(text)
+
+
+@cli.command()
+@click.argument("run_id", metavar="RUN")
+@click.option(
+    "--tools",
+    "tool_files",
+    multiple=True,
+    metavar="FILE.py",
+    help="tool files to use instead of the ones the run logged",
+)
+@click.option(
+    "--recorded-tools",
+    is_flag=True,
+    help="answer tool calls with the logged outputs instead of running the tools",
+)
+def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool) -> None:  # fmt: skip
+    """Re-run a logged run with its recorded model replies; report where it diverges."""
+    from steadyloop.replay import replay_run
+
+    store = _guard(open_store)
+    info = _guard(lambda: store.run(run_id))
+    files = tool_files or tuple(info.config.get("tool_files", ()))
+    tools = [] if recorded_tools else _guard(lambda: load_tools(files))
+    report = _guard(
+        lambda: asyncio.run(replay_run(store, info.id, tools, recorded_tools=recorded_tools))
+    )
+    if report.divergence is None:
+        click.echo(f"replay of {info.id[:12]} matches the log ({report.entries} entries)")
+        return
+    click.echo(f"replay of {info.id[:12]} diverges from the log: {report.divergence}")
+    sys.exit(EXIT_ERROR)
+
+
+@cli.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("-o", "--output", type=click.File("w"), default="-", help="file (default stdout)")
+def export(run_id: str, output: Any) -> None:
+    """Write a run as JSON lines (loss-free; `steadyloop import` reads it back)."""
+    store = _guard(open_store)
+    for line in _guard(lambda: list(store.to_jsonl(run_id))):
+        output.write(line + "\n")
+
+
+@cli.command(name="import")
+@click.argument("source", type=click.File("r"))
+def import_(source: Any) -> None:
+    """Add a run exported with `steadyloop export` to the run log."""
+    store = _guard(open_store)
+    run_id = _guard(lambda: store.from_jsonl(source))
+    click.echo(run_id)
+
+
+@cli.command()
+@click.argument("file", metavar="FILE.py")
+def lint(file: str) -> None:
+    """Score the tool descriptions in FILE.py; exit 1 if any has an error."""
+    from steadyloop.lint import lint_tools
+
+    report = lint_tools(_guard(lambda: load_tools([file])))
+    click.echo(report.render())
+    if report.has_errors:
+        sys.exit(EXIT_ERROR)
+
+
+def _guard(action: Callable[[], T]) -> T:
+    """Runs `action`; a steadyloop error or a bad file becomes a one-line error."""
+    try:
+        return action()
+    except SteadyloopError as exc:
+        raise Failure(str(exc)) from None
+    except OSError as exc:
+        raise Failure(f"{exc.strerror or exc}: {exc.filename}") from None
+
+
+def _run_to_exit(
+    agent: Agent,
+    runner: Callable[[Callable[[Event], None]], Awaitable[RunResult]],
+    as_json: bool,
+    run_id: str | None = None,
+) -> NoReturn:
+    """Runs the agent with the live view, prints the answer, exits with the code for how the
+    run ended."""
+    seen: list[str] = [run_id] if run_id else []
+
+    async def go() -> RunResult:
+        try:
+            with make_view() as view:
+
+                def on_event(event: Event) -> None:
+                    if isinstance(event, RunStarted) and event.run_id and not seen:
+                        seen.append(event.run_id)
+                    view.show(event)
+
+                return await runner(on_event)
+        finally:
+            await agent.aclose()
+
+    try:
+        result = asyncio.run(go())
+    except LimitExceeded as exc:
+        _print_answer(exc.result, as_json=as_json, stopped=str(exc))
+        sys.exit(EXIT_LIMIT)
+    except KeyboardInterrupt:
+        hint = f"; continue with: steadyloop resume {seen[0][:12]}" if seen else ""
+        click.echo(f"interrupted{hint}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except SteadyloopError as exc:
+        hint = f" (run {seen[0][:12]})" if seen else ""
+        raise Failure(f"{exc}{hint}") from None
+    _print_answer(result, as_json=as_json)
+    sys.exit(EXIT_ANSWERED)
+
+
+def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = None) -> None:
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "output": result.output,
+                    "stop_reason": result.stop_reason,
+                    "usage": result.usage.to_dict(),
+                    "run_id": result.run_id,
+                    "stopped": stopped,
+                },
+                ensure_ascii=False,
+            )
+        )
+        return
+    if stopped:
+        click.echo(f"stopped: {stopped}", err=True)
+    if result.output:
+        click.echo(result.output)

@@ -1,0 +1,159 @@
+"""What a run shows while it works: a live panel on a terminal, plain lines otherwise.
+
+Both read the agent's events and write to stderr, so stdout carries only the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import IO, TYPE_CHECKING, Protocol
+
+from steadyloop.events import (
+    Compacted,
+    Event,
+    LimitReached,
+    ModelRequestStarted,
+    RunStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from steadyloop.messages import ToolCall
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+__all__ = ["LiveView", "PlainView", "View", "make_view"]
+
+_ARGS_PREVIEW = 60
+
+
+class View(Protocol):
+    """Something that shows a run's events as they happen."""
+
+    def __enter__(self) -> View: ...
+    def __exit__(self, *exc_info: object) -> None: ...
+    def show(self, event: Event) -> None: ...
+
+
+def make_view(stream: IO[str] | None = None) -> View:
+    """A live panel when `stream` (default stderr) is a terminal, plain lines otherwise."""
+    stream = stream or sys.stderr
+    return LiveView(stream) if stream.isatty() else PlainView(stream)
+
+
+def _arguments(call: ToolCall) -> str:
+    args = call.arguments if isinstance(call.arguments, str) else json.dumps(dict(call.arguments))
+    args = " ".join(args.split())
+    return args if len(args) <= _ARGS_PREVIEW else args[: _ARGS_PREVIEW - 3] + "..."
+
+
+class PlainView:
+    """One line per step, for logs and pipes."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def __enter__(self) -> PlainView:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stream.flush()
+
+    def show(self, event: Event) -> None:
+        line = _plain_line(event)
+        if line is not None:
+            print(line, file=self.stream, flush=True)
+
+
+def _plain_line(event: Event) -> str | None:
+    if isinstance(event, RunStarted) and event.run_id:
+        return f"run {event.run_id[:12]} · model {event.model}"
+    if isinstance(event, ModelRequestStarted):
+        return (
+            f"turn {event.turn} · context {event.context_tokens:,}/"
+            f"{event.max_context_tokens:,} tokens"
+        )
+    if isinstance(event, ToolCallStarted):
+        return f"  → {event.call.name} {_arguments(event.call)}"
+    if isinstance(event, ToolCallFinished):
+        mark = "✗" if event.is_error else "✓"
+        note = " (truncated)" if event.truncated else ""
+        return f"  {mark} {event.call.name} {event.duration:.2f}s{note}"
+    if isinstance(event, Compacted):
+        return (
+            f"compacted: {event.summary.replaced} messages summarised, "
+            f"{event.tokens_before:,} → {event.tokens_after:,} tokens"
+        )
+    if isinstance(event, LimitReached):
+        return f"stopped: {event.message}"
+    return None
+
+
+class LiveView:
+    """A rich panel: turn, a context bar, and each tool call with spinner, time and ✓/✗."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self.console = Console(file=stream, stderr=stream is sys.stderr)
+        self.live = Live(console=self.console, refresh_per_second=8, transient=False)
+        self.turn = 0
+        self.tokens = 0
+        self.max_tokens = 1
+        self.calls: dict[str, tuple[ToolCall, float, ToolCallFinished | None]] = {}
+        self.notes: list[str] = []
+
+    def __enter__(self) -> LiveView:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.live.update(self._render(), refresh=True)
+        self.live.__exit__(None, None, None)
+
+    def show(self, event: Event) -> None:
+        if isinstance(event, ModelRequestStarted):
+            self.turn = event.turn
+            self.tokens, self.max_tokens = event.context_tokens, event.max_context_tokens
+            self.calls.clear()
+        elif isinstance(event, ToolCallStarted):
+            self.calls[event.call.id] = (event.call, time.monotonic(), None)
+        elif isinstance(event, ToolCallFinished):
+            call, started, _ = self.calls.get(event.call.id, (event.call, time.monotonic(), None))
+            self.calls[event.call.id] = (call, started, event)
+        else:
+            line = _plain_line(event)
+            if line is not None and not isinstance(event, RunStarted):
+                self.notes.append(line)
+            elif line is not None:
+                self.console.print(f"[dim]{line}[/dim]")
+        self.live.update(self._render())
+
+    def _render(self) -> RenderableType:
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.spinner import Spinner
+        from rich.table import Table
+
+        header = Table.grid(padding=(0, 1))
+        header.add_row(
+            f"[bold]turn {self.turn}[/bold]",
+            ProgressBar(
+                total=self.max_tokens, completed=min(self.tokens, self.max_tokens), width=30
+            ),
+            f"{self.tokens:,}/{self.max_tokens:,} tokens",
+        )
+        calls = Table.grid(padding=(0, 1))
+        for call, started, finished in self.calls.values():
+            if finished is None:
+                status: RenderableType = Spinner("dots")
+                timing = f"{time.monotonic() - started:.1f}s"
+            else:
+                status = "[red]✗[/red]" if finished.is_error else "[green]✓[/green]"
+                timing = f"{finished.duration:.2f}s"
+            calls.add_row(status, f"[cyan]{call.name}[/cyan]", _arguments(call), timing)
+        notes = [f"[yellow]{note}[/yellow]" for note in self.notes[-3:]]
+        return Group(header, calls, *notes)

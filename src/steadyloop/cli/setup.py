@@ -1,0 +1,78 @@
+"""How the command line builds what it runs: the run log's location, the tools, the agent."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from steadyloop.agent import Agent
+from steadyloop.limits import Limits
+from steadyloop.store import RunStore
+from steadyloop.tools import Tool, Toolset
+
+__all__ = ["agent_from_config", "build_agent", "load_tools", "open_store", "store_path"]
+
+
+def store_path() -> Path:
+    """`$STEADYLOOP_HOME/runs.db`; STEADYLOOP_HOME defaults to the user data directory."""
+    home = os.environ.get("STEADYLOOP_HOME")
+    if not home:
+        import platformdirs
+
+        home = platformdirs.user_data_dir("steadyloop")
+    return Path(home).expanduser() / "runs.db"
+
+
+def open_store() -> RunStore:
+    return RunStore(store_path())
+
+
+def load_tools(files: Sequence[str]) -> list[Tool]:
+    """The tools defined in each file (see `steadyloop.toolfile`)."""
+    from steadyloop.toolfile import load_tools_from_file
+
+    tools: list[Tool] = []
+    for file in files:
+        tools.extend(load_tools_from_file(file))
+    return tools
+
+
+def build_agent(
+    *,
+    model: str | None,
+    tool_files: Sequence[str],
+    instructions: str | None = None,
+    limits: Limits | None = None,
+    max_tool_output: int = 8_000,
+    store: RunStore | None = None,
+) -> Agent:
+    """The agent a command line describes; its tool files and servers are logged with each run
+    so that `resume` and `replay` can rebuild it."""
+    tools: list[Tool | Toolset] = [*load_tools(tool_files)]
+    return Agent(
+        model,
+        tools=tools,
+        instructions=instructions,
+        limits=limits,
+        max_tool_output=max_tool_output,
+        store=store,
+        metadata={
+            "tool_files": [str(Path(f).resolve()) for f in tool_files],
+        },
+    )
+
+
+def agent_from_config(
+    config: Mapping[str, Any], store: RunStore, *, model: str | None = None
+) -> Agent:
+    """The agent a logged run was made with (its tool files are loaded again)."""
+    return build_agent(
+        model=model or config.get("model"),
+        tool_files=config.get("tool_files", []),
+        instructions=config.get("instructions"),
+        limits=Limits(**config.get("limits", {})),
+        max_tool_output=config.get("max_tool_output", 8_000),
+        store=store,
+    )

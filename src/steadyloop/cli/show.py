@@ -1,0 +1,115 @@
+"""Text for `steadyloop logs` and `steadyloop show`: runs listed, and a transcript laid out with
+its errors, truncations, compactions and stops marked where they happened."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from steadyloop.messages import (
+    AssistantMessage,
+    Summary,
+    ToolResult,
+    UserMessage,
+    message_from_dict,
+)
+from steadyloop.store import RunInfo, RunStore
+
+__all__ = ["render_runs", "render_transcript", "transcript_json"]
+
+
+def render_runs(runs: Sequence[RunInfo]) -> str:
+    """One line per run: id, when, model, turns, tokens, how it ended."""
+    if not runs:
+        return "no runs logged yet"
+    header = f"{'RUN':<12}  {'WHEN':<19}  {'MODEL':<28}  {'TURNS':>5}  {'TOKENS':>9}  ENDED"
+    lines = [header]
+    for run in runs:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
+        tokens = run.usage.input_tokens + run.usage.output_tokens
+        ended = run.stop_reason if run.status in ("answered", "limit") else run.status
+        lines.append(
+            f"{run.id[:12]:<12}  {when:<19}  {run.model[:28]:<28}  {run.usage.requests:>5}  "
+            f"{tokens:>9,}  {ended}"
+        )
+    return "\n".join(lines)
+
+
+def render_transcript(store: RunStore, run_id: str, *, full: bool = False) -> str:
+    """The run as the model saw it, each entry in order; `full` adds untruncated tool output."""
+    info = store.run(run_id)
+    return "\n".join(_transcript_lines(store, info, full=full))
+
+
+def _transcript_lines(store: RunStore, info: RunInfo, *, full: bool) -> Iterator[str]:
+    records = store.tool_records(info.id)
+    yield f"run {info.id} · {info.model} · {info.status}" + (
+        f" ({info.stop_reason})" if info.stop_reason else ""
+    )
+    if info.error:
+        yield f"error: {info.error}"
+    for event in store.events(info.id):
+        data = event.data
+        if event.kind == "model_request":
+            yield (
+                f"\n── turn {data['turn']} · context {data['context_tokens']:,}/"
+                f"{data['max_context_tokens']:,} tokens ──"
+            )
+        elif event.kind == "limit":
+            yield f"\n■ stopped: {data['message']}"
+        elif event.kind == "message":
+            message = message_from_dict(data["message"])
+            if data["index"] == info.history and info.history:
+                yield f"\n── {info.history} messages of earlier history above ──"
+            yield from _message_lines(message, records, full=full)
+
+
+def _message_lines(message: Any, records: dict[str, Any], *, full: bool) -> Iterator[str]:
+    if isinstance(message, UserMessage):
+        yield f"user: {message.text}"
+    elif isinstance(message, AssistantMessage):
+        if message.text:
+            cut = " [cut off by the output limit]" if message.stop_reason == "max_tokens" else ""
+            yield f"assistant: {message.text}{cut}"
+        for call in message.tool_calls:
+            args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+            yield f"assistant → {call.name}({args})  [{call.id}]"
+    elif isinstance(message, ToolResult):
+        mark = "✗ error" if message.is_error else "✓"
+        record = records.get(message.call_id)
+        note = ""
+        if record is not None and len(record.output) > len(message.content):
+            note = f"  [truncated: {len(record.output):,} characters, model read the ends]"
+        yield f"tool {mark} {message.name} [{message.call_id}]{note}: {message.content}"
+        if full and note and record is not None:
+            yield f"  full output:\n{record.output}"
+    elif isinstance(message, Summary):
+        yield f"\n── compaction: {message.replaced} earlier messages summarised ──\n{message.text}"
+
+
+def transcript_json(store: RunStore, run_id: str) -> str:
+    """The run row and its events as one JSON document."""
+    info = store.run(run_id)
+    return json.dumps(
+        {
+            "run": {
+                "id": info.id,
+                "created": info.created,
+                "model": info.model,
+                "prompt": info.prompt,
+                "status": info.status,
+                "stop_reason": info.stop_reason,
+                "error": info.error,
+                "usage": info.usage.to_dict(),
+                "config": info.config,
+            },
+            "events": [
+                {"seq": e.seq, "at": e.at, "kind": e.kind, "data": e.data}
+                for e in store.events(info.id)
+            ],
+        },
+        indent=2,
+        ensure_ascii=False,
+    )

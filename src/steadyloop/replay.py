@@ -1,0 +1,140 @@
+"""Replay a logged run: the recorded model replies instead of a model, and report where the new
+run departs from the log, so a bug seen in production can be reproduced from its log alone.
+
+Tools run for real (the caller passes them) or, with recorded tools, answer with the outputs the
+log holds for the same calls, in order. Summaries are replayed from the log too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from steadyloop.agent import Agent
+from steadyloop.compaction import Compaction
+from steadyloop.errors import LimitExceeded, ModelError, ToolError
+from steadyloop.limits import Limits
+from steadyloop.messages import AssistantMessage, Message, Summary
+from steadyloop.result import RunResult
+from steadyloop.store import RunStore, ToolRecord
+from steadyloop.testing import ScriptedModel
+from steadyloop.tools import BoundCall, Tool, ToolSpec
+
+__all__ = ["RecordedTool", "ReplayReport", "replay_run"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    """`divergence` says where the replay first departed from the log (None: it matched)."""
+
+    run_id: str
+    divergence: str | None
+    result: RunResult | None
+    entries: int
+
+
+async def replay_run(
+    store: RunStore, run_id: str, tools: Sequence[Tool] = (), *, recorded_tools: bool = False
+) -> ReplayReport:
+    """Re-runs run `run_id` with its recorded replies and compares the transcript with the log."""
+    info = store.run(run_id)
+    logged = store.messages(info.id)
+    config = info.config
+    if recorded_tools:
+        tools = _recorded_tools(config.get("tools", ()), store.tool_records(info.id).values())
+    replies = [m for m in logged[info.history :] if isinstance(m, AssistantMessage)]
+    summaries = deque(m.text for m in logged[info.history :] if isinstance(m, Summary))
+    compaction_config = config.get("compaction")
+    compaction = None
+    if compaction_config:
+        compaction = Compaction(
+            keep_recent=compaction_config["keep_recent"],
+            trigger=compaction_config["trigger"],
+            summarise=lambda _messages: summaries.popleft() if summaries else "",
+        )
+    agent = Agent(
+        ScriptedModel(replies, name=f"replay of {info.model}"),
+        tools=tools,
+        instructions=config.get("instructions"),
+        limits=Limits(**config.get("limits", {})),
+        max_tool_output=config.get("max_tool_output", 8_000),
+        tool_timeout=config.get("tool_timeout", 120.0),
+        compaction=compaction,
+        model_retries=0,
+    )
+    result: RunResult | None
+    problem: str | None = None
+    try:
+        result = await agent.run(info.prompt, history=logged[: info.history])
+    except LimitExceeded as exc:
+        result = exc.result
+    except ModelError:
+        result = None
+        problem = (
+            f"the replayed run asked the model for more than the {len(replies)} logged replies"
+        )
+    finally:
+        await agent.aclose()
+    replayed = result.messages if result is not None else ()
+    divergence = problem or _first_difference(logged, replayed)
+    return ReplayReport(info.id, divergence, result, len(logged))
+
+
+def _first_difference(logged: Sequence[Message], replayed: Sequence[Message]) -> str | None:
+    for index, (old, new) in enumerate(zip(logged, replayed, strict=False)):
+        if old.to_dict() != new.to_dict():
+            return (
+                f"entry {index} differs:\n  logged:   {_preview(old)}\n  replayed: {_preview(new)}"
+            )
+    if len(logged) != len(replayed):
+        return (
+            f"the log has {len(logged)} entries, the replay {len(replayed)}; the first "
+            f"{min(len(logged), len(replayed))} match"
+        )
+    return None
+
+
+def _preview(message: Message) -> str:
+    text = json.dumps(message.to_dict(), ensure_ascii=False)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+class RecordedTool(Tool):
+    """Answers each call with the logged output of the same call (name and arguments), in order."""
+
+    def __init__(self, name: str, records: Sequence[ToolRecord]) -> None:
+        super().__init__(ToolSpec(name, f"recorded outputs of {name}", {"type": "object"}))
+        self._outputs: dict[str, deque[ToolRecord]] = defaultdict(deque)
+        for record in records:
+            self._outputs[_key(record.call.arguments)].append(record)
+
+    def bind(self, arguments: Mapping[str, Any]) -> BoundCall:
+        return BoundCall(self._answer, {"key": _key(arguments)}, is_async=True)
+
+    async def _answer(self, key: str) -> str:
+        waiting = self._outputs.get(key)
+        if not waiting:
+            raise ToolError(f"the log has no recorded output for this call to {self.name}")
+        record = waiting.popleft()
+        if record.result.is_error:
+            raise ToolError(record.output)
+        return record.output
+
+
+def _recorded_tools(names: Sequence[str], records: Iterable[ToolRecord]) -> list[Tool]:
+    by_name: dict[str, list[ToolRecord]] = defaultdict(list)
+    for record in records:
+        by_name[record.call.name].append(record)
+    return [RecordedTool(name, by_name.get(name, [])) for name in names]
+
+
+def _key(arguments: str | Mapping[str, Any]) -> str:
+    if isinstance(arguments, str):
+        try:
+            return json.dumps(json.loads(arguments or "{}"), sort_keys=True)
+        except ValueError:
+            return arguments
+    return json.dumps(dict(arguments), sort_keys=True, default=str)

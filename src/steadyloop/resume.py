@@ -1,0 +1,44 @@
+"""Where a logged run stands, so that it can go on: its transcript, budget and finished calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from steadyloop.errors import ConfigError
+from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage
+from steadyloop.store import RunStore
+
+__all__ = ["ResumePoint", "resume_point"]
+
+RESUMABLE = ("running", "interrupted", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """A logged run's state: its whole transcript, the model calls and usage it has spent, and
+    the results of tool calls that finished (logged) but may not be in the transcript yet."""
+
+    run_id: str
+    messages: tuple[Message, ...]
+    turns_used: int
+    usage: Usage
+    recovered: dict[str, ToolResult]
+
+
+def resume_point(store: RunStore, run_id: str) -> ResumePoint:
+    """Reads run `run_id` (or a unique prefix) from the log; ConfigError if it cannot go on."""
+    info = store.run(run_id)
+    if info.status not in RESUMABLE:
+        raise ConfigError(
+            f"run {info.id} ended with status {info.status!r} and cannot be resumed; only runs "
+            f"that were {', '.join(RESUMABLE)} can (start a new run with its history instead)"
+        )
+    messages = store.messages(info.id)
+    replies = [m for m in messages[info.history :] if isinstance(m, AssistantMessage)]
+    usage = Usage(requests=len(replies), tool_calls=sum(len(r.tool_calls) for r in replies))
+    for reply in replies:
+        if reply.usage is not None:
+            usage += Usage(input_tokens=reply.usage.input_tokens,
+                           output_tokens=reply.usage.output_tokens)  # fmt: skip
+    recovered = {call_id: record.result for call_id, record in store.tool_records(info.id).items()}
+    return ResumePoint(info.id, messages, len(replies), usage, recovered)

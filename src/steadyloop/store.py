@@ -1,0 +1,375 @@
+"""The run log: every run and everything that happened in it, appended to SQLite as it happens.
+
+One row per run (model, prompt, status, totals) and one row per event: each transcript entry,
+each model request (its turn and size; the view itself is derived from the entries), each
+answered tool call with its arguments, timing, attempts and *untruncated* output, each
+compaction, limit and error. Rows are only ever appended (the run row's status and totals are
+the one thing updated). WAL mode with `synchronous=NORMAL`: every event is committed when it is
+recorded, so a process killed at any point leaves a log a run can resume from.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from steadyloop.errors import ConfigError
+from steadyloop.events import (
+    Compacted,
+    Event,
+    LimitReached,
+    MessageAdded,
+    ModelRequestStarted,
+    RunFinished,
+    ToolCallFinished,
+)
+from steadyloop.messages import Message, ToolCall, ToolResult, Usage, message_from_dict
+
+__all__ = ["LoggedEvent", "RunInfo", "RunStore", "ToolRecord"]
+
+SCHEMA_VERSION = 1
+
+
+def _migrate_1(db: sqlite3.Connection) -> None:
+    """The first schema: runs, and their events in order."""
+    statements = """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            model TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            history INTEGER NOT NULL,
+            config TEXT NOT NULL,
+            status TEXT NOT NULL,
+            stop_reason TEXT,
+            error TEXT,
+            usage TEXT NOT NULL
+        );
+        CREATE TABLE events (
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,
+            at REAL NOT NULL,
+            kind TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        );
+        CREATE INDEX runs_by_created ON runs(created)
+    """
+    for statement in statements.split(";"):
+        db.execute(statement)
+
+
+# Schema version N is reached by running MIGRATIONS[N - 1] on version N - 1.
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_1,)
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One run's row: `status` is running, answered, limit, error or interrupted."""
+
+    id: str
+    created: float
+    updated: float
+    model: str
+    prompt: str
+    history: int
+    config: Mapping[str, Any]
+    status: str
+    stop_reason: str | None
+    error: str | None
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    """One logged event: `kind` and its JSON `data`, `at` seconds since the epoch."""
+
+    seq: int
+    at: float
+    kind: str
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRecord:
+    """An answered tool call as logged: the full output and what the model read."""
+
+    call: ToolCall
+    result: ToolResult
+    output: str
+    duration: float
+    attempts: int
+
+
+class RunStore:
+    """An append-only run log in one SQLite file (created, with its folder, on first use)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser()
+        self._lock = threading.Lock()
+        self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise ConfigError(
+                f"cannot open the run log {self.path}: {exc}; move the file aside or point "
+                "STEADYLOOP_HOME elsewhere"
+            ) from exc
+        if version > SCHEMA_VERSION:
+            db.close()
+            raise ConfigError(
+                f"the run log {self.path} has schema version {version}, newer than this "
+                f"steadyloop understands ({SCHEMA_VERSION}); upgrade steadyloop to read it"
+            )
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            db.execute("BEGIN IMMEDIATE")
+            MIGRATIONS[number - 1](db)
+            db.execute(f"PRAGMA user_version={number}")
+            db.execute("COMMIT")
+        return db
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        *,
+        model: str,
+        prompt: str,
+        history: Sequence[Message],
+        config: Mapping[str, Any],
+        run_id: str | None = None,
+    ) -> str:
+        """Adds a run (logging its history as its first entries) and returns its id."""
+        run_id = run_id or uuid.uuid4().hex
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, 'running', NULL, NULL, ?)",
+                (
+                    run_id, now, now, model, prompt, len(history),
+                    json.dumps(dict(config)), json.dumps(Usage().to_dict()),
+                ),
+            )  # fmt: skip
+            for index, message in enumerate(history):
+                self._insert(run_id, index, now, "message", {"index": index, **_msg(message)})
+            self._db.execute("COMMIT")
+        return run_id
+
+    def recorder(self, run_id: str) -> Callable[[Event], None]:
+        """A callback that logs each event of run `run_id` as it happens."""
+        next_seq = self._next_seq(run_id)
+
+        def record(event: Event) -> None:
+            nonlocal next_seq
+            row = _row(event)
+            if row is None:
+                return
+            with self._lock:
+                self._insert(run_id, next_seq, time.time(), *row)
+                if isinstance(event, RunFinished):
+                    self._update(run_id, event.result.stop_reason, event.result.usage)
+            next_seq += 1
+
+        return record
+
+    def mark(self, run_id: str, status: str, error: str | None = None) -> None:
+        """Sets how the run ended when it did not end by answering (limit, error, interrupted)."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE runs SET status = ?, error = ?, updated = ? WHERE id = ?",
+                (status, error, time.time(), run_id),
+            )
+
+    def _update(self, run_id: str, stop_reason: str, usage: Usage) -> None:
+        status = "answered" if stop_reason in ("end_turn", "max_tokens") else "limit"
+        self._db.execute(
+            "UPDATE runs SET status = ?, stop_reason = ?, usage = ?, updated = ? WHERE id = ?",
+            (status, stop_reason, json.dumps(usage.to_dict()), time.time(), run_id),
+        )
+
+    def _insert(self, run_id: str, seq: int, at: float, kind: str, data: Mapping[str, Any]) -> None:
+        self._db.execute(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?)", (run_id, seq, at, kind, json.dumps(data))
+        )
+
+    def _next_seq(self, run_id: str) -> int:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        return int(row[0])
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def runs(self, limit: int = 20) -> list[RunInfo]:
+        """The most recent runs, newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM runs ORDER BY created DESC LIMIT ?", (limit,)
+            ).fetchall()
+        return [_run_info(row) for row in rows]
+
+    def run(self, run_id: str) -> RunInfo:
+        """The run with this id, or the only one whose id starts with it (like git)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM runs WHERE id = ? OR id LIKE ? ESCAPE '\\' LIMIT 3",
+                (
+                    run_id,
+                    run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",
+                ),
+            ).fetchall()
+        exact = [r for r in rows if r[0] == run_id]
+        if exact:
+            return _run_info(exact[0])
+        if not rows or not run_id:
+            raise ConfigError(f"no run {run_id!r} in {self.path}; `steadyloop logs` lists them")
+        if len(rows) > 1:
+            raise ConfigError(f"run id {run_id!r} is ambiguous in {self.path}: give more of it")
+        return _run_info(rows[0])
+
+    def events(self, run_id: str) -> list[LoggedEvent]:
+        """Every logged event of the run, in order."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, at, kind, data FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
+            ).fetchall()
+        return [LoggedEvent(seq, at, kind, json.loads(data)) for seq, at, kind, data in rows]
+
+    def messages(self, run_id: str) -> tuple[Message, ...]:
+        """The run's transcript as logged: history, then everything the run appended."""
+        return tuple(
+            message_from_dict(e.data["message"]) for e in self.events(run_id) if e.kind == "message"
+        )
+
+    def tool_records(self, run_id: str) -> dict[str, ToolRecord]:
+        """The answered tool calls of the run, by call id (the last answer wins)."""
+        records: dict[str, ToolRecord] = {}
+        for event in self.events(run_id):
+            if event.kind == "tool_finished":
+                data = event.data
+                result = message_from_dict(data["result"])
+                assert isinstance(result, ToolResult)
+                call = ToolCall.from_dict(data["call"])
+                records[call.id] = ToolRecord(
+                    call, result, data["output"], data["duration"], data["attempts"]
+                )
+        return records
+
+    # -- JSONL -------------------------------------------------------------------------------
+
+    def to_jsonl(self, run_id: str) -> Iterator[str]:
+        """The run as JSON lines: the run row first, then each event; loss-free."""
+        info = self.run(run_id)
+        with self._lock:
+            row = self._db.execute("SELECT * FROM runs WHERE id = ?", (info.id,)).fetchone()
+        columns = [
+            "id", "created", "updated", "model", "prompt", "history", "config", "status",
+            "stop_reason", "error", "usage",
+        ]  # fmt: skip
+        yield json.dumps({"type": "run", **dict(zip(columns, row, strict=True))})
+        for event in self.events(info.id):
+            yield json.dumps(
+                {"type": "event", "seq": event.seq, "at": event.at, "kind": event.kind,
+                 "data": event.data}
+            )  # fmt: skip
+
+    def from_jsonl(self, lines: Iterable[str]) -> str:
+        """Adds a run exported with `to_jsonl`; returns its id. Refuses to overwrite a run."""
+        parsed = [json.loads(line) for line in lines if line.strip()]
+        if not parsed or parsed[0].get("type") != "run":
+            raise ConfigError("not a steadyloop run export: the first line must be the run")
+        run = parsed[0]
+        with self._lock:
+            try:
+                self._db.execute("BEGIN")
+                self._db.execute(
+                    "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run["id"], run["created"], run["updated"], run["model"], run["prompt"],
+                        run["history"], run["config"], run["status"], run["stop_reason"],
+                        run["error"], run["usage"],
+                    ),
+                )  # fmt: skip
+                for event in parsed[1:]:
+                    self._insert(run["id"], event["seq"], event["at"], event["kind"], event["data"])
+                self._db.execute("COMMIT")
+            except sqlite3.IntegrityError as exc:
+                self._db.execute("ROLLBACK")
+                raise ConfigError(f"run {run['id']} is already in {self.path}") from exc
+        return str(run["id"])
+
+
+def _msg(message: Message) -> dict[str, Any]:
+    return {"message": message.to_dict()}
+
+
+def _row(event: Event) -> tuple[str, Mapping[str, Any]] | None:
+    """The (kind, data) logged for an event; None for events not worth a row (deltas)."""
+    if isinstance(event, MessageAdded):
+        return "message", {"index": event.index, **_msg(event.message)}
+    if isinstance(event, ToolCallFinished):
+        return "tool_finished", {
+            "call": event.call.to_dict(),
+            "result": event.result.to_dict(),
+            "output": event.output,
+            "duration": event.duration,
+            "attempts": event.attempts,
+        }
+    if isinstance(event, ModelRequestStarted):
+        return "model_request", {
+            "turn": event.turn,
+            "context_tokens": event.context_tokens,
+            "max_context_tokens": event.max_context_tokens,
+            "view_length": event.view_length,
+        }
+    if isinstance(event, Compacted):
+        return "compacted", {
+            "replaced": event.summary.replaced,
+            "tokens_before": event.tokens_before,
+            "tokens_after": event.tokens_after,
+        }
+    if isinstance(event, LimitReached):
+        return "limit", {"reason": event.reason, "message": event.message}
+    if isinstance(event, RunFinished):
+        return "finished", {
+            "stop_reason": event.result.stop_reason,
+            "output": event.result.output,
+            "usage": event.result.usage.to_dict(),
+        }
+    return None
+
+
+def _run_info(row: Sequence[Any]) -> RunInfo:
+    return RunInfo(
+        id=row[0],
+        created=row[1],
+        updated=row[2],
+        model=row[3],
+        prompt=row[4],
+        history=row[5],
+        config=json.loads(row[6]),
+        status=row[7],
+        stop_reason=row[8],
+        error=row[9],
+        usage=Usage.from_dict(json.loads(row[10])),
+    )

@@ -1,0 +1,155 @@
+"""The run log: what is recorded, how it reads back, and how it survives bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from steadyloop import Agent, AssistantMessage, Limits, ToolCall, ToolResult, UserMessage, tool
+from steadyloop.errors import ConfigError, TurnLimitExceeded
+from steadyloop.retry import Backoff
+from steadyloop.store import SCHEMA_VERSION, RunStore
+from steadyloop.testing import ScriptedModel
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-cases text."""
+    return text.upper() * 50
+
+
+def call(call_id: str, name: str, arguments: str) -> AssistantMessage:
+    return AssistantMessage(tool_calls=(ToolCall(call_id, name, arguments),))
+
+
+def test_every_event_is_logged_with_untruncated_output(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "log.db")
+    model = ScriptedModel([call("a", "shout", '{"text": "hey"}'), "done"])
+    result = Agent(model, tools=[shout], max_tool_output=20, store=store).run_sync("go")
+    assert result.run_id is not None
+    kinds = [e.kind for e in store.events(result.run_id)]
+    assert kinds == [
+        "message", "model_request", "message", "tool_finished", "message", "model_request",
+        "message", "finished",
+    ]  # fmt: skip
+    (record,) = store.tool_records(result.run_id).values()
+    assert record.output == "HEY" * 50
+    assert len(record.result.content) < len(record.output)
+    assert "[130 characters omitted]" in record.result.content
+    assert store.messages(result.run_id) == result.messages
+    info = store.run(result.run_id[:8])
+    assert (info.status, info.stop_reason, info.usage.requests) == ("answered", "end_turn", 2)
+
+
+def test_history_is_logged_first(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "log.db")
+    history = (UserMessage("before"), AssistantMessage("earlier answer"))
+    result = Agent(ScriptedModel(["now"]), store=store).run_sync("again", history=history)
+    assert result.run_id is not None
+    assert store.messages(result.run_id) == result.messages
+    assert store.run(result.run_id).history == 2
+
+
+def test_limit_stop_is_logged(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "log.db")
+    agent = Agent(
+        ScriptedModel([call(str(i), "shout", '{"text": "x"}') for i in range(3)]),
+        tools=[shout], limits=Limits(max_turns=2), store=store,
+    )  # fmt: skip
+    with pytest.raises(TurnLimitExceeded) as info:
+        agent.run_sync("go")
+    run_id = info.value.result.run_id
+    assert run_id is not None
+    run = store.run(run_id)
+    assert (run.status, run.stop_reason) == ("limit", "turn_limit")
+    assert [e.data["reason"] for e in store.events(run_id) if e.kind == "limit"] == ["turn_limit"]
+
+
+def test_an_error_is_logged_with_its_reason(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "log.db")
+    agent = Agent(
+        ScriptedModel([RuntimeError("provider exploded")]), store=store, backoff=Backoff.none()
+    )
+    with pytest.raises(RuntimeError):
+        agent.run_sync("go")
+    (run,) = store.runs()
+    assert run.status == "error"
+    assert run.error == "RuntimeError: provider exploded"
+
+
+async def test_cancelled_mid_tool_leaves_a_valid_resumable_log(tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Never returns."""
+        started.set()
+        await asyncio.sleep(3600)
+        return "never"
+
+    store = RunStore(tmp_path / "log.db")
+    agent = Agent(ScriptedModel([call("w", "wait_forever", "{}")]), tools=[wait_forever],
+                  store=store)  # fmt: skip
+    task = asyncio.create_task(agent.run("go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (run,) = store.runs()
+    assert run.status == "interrupted"
+    messages = store.messages(run.id)
+    assert isinstance(messages[-1], ToolResult)
+    assert messages[-1].content.startswith("cancelled")
+
+
+def test_jsonl_round_trip_is_loss_free(tmp_path: Path) -> None:
+    first = RunStore(tmp_path / "a.db")
+    model = ScriptedModel([call("a", "shout", '{"text": "hey"}'), "done"])
+    run_id = Agent(model, tools=[shout], store=first).run_sync("go").run_id
+    assert run_id is not None
+    lines = list(first.to_jsonl(run_id))
+    second = RunStore(tmp_path / "b.db")
+    assert second.from_jsonl(lines) == run_id
+    assert list(second.to_jsonl(run_id)) == lines
+    assert second.events(run_id) == first.events(run_id)
+    with pytest.raises(ConfigError, match="already in"):
+        second.from_jsonl(lines)
+
+
+def test_not_an_export(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not a steadyloop run export"):
+        RunStore(tmp_path / "a.db").from_jsonl(['{"type": "event"}'])
+
+
+def test_schema_is_versioned(tmp_path: Path) -> None:
+    RunStore(tmp_path / "log.db").close()
+    with sqlite3.connect(tmp_path / "log.db") as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    with pytest.raises(ConfigError, match="newer than this steadyloop understands"):
+        RunStore(tmp_path / "log.db")
+
+
+def test_corrupt_file_is_a_config_error_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    path.write_bytes(b"garbage" * 1000)
+    with pytest.raises(ConfigError, match="cannot open the run log"):
+        RunStore(path)
+    assert path.read_bytes() == b"garbage" * 1000
+
+
+def test_run_ids_by_unique_prefix(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "log.db")
+    for run_id in ("abc111", "abc222"):
+        store.start_run(model="m", prompt="p", history=(), config={}, run_id=run_id)
+    assert store.run("abc1").id == "abc111"
+    with pytest.raises(ConfigError, match="ambiguous"):
+        store.run("abc")
+    with pytest.raises(ConfigError, match="no run"):
+        store.run("zzz")
+    with pytest.raises(ConfigError, match="no run"):
+        store.run("%")
