@@ -7,6 +7,7 @@ valid (every call answered) whatever ends the run.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
@@ -164,10 +165,16 @@ class Run:
                 len(request.messages),
             )
         )
-        if self.agent.model_retries == 0:
+        # The first attempt runs bare: retry machinery is set up only once a call has failed.
+        try:
             return await self._request(request)
+        except ModelError as exc:
+            if not exc.retryable or self.agent.model_retries == 0:
+                raise
+            wait = exc.retry_after if exc.retry_after is not None else self.agent.backoff.initial
+        await asyncio.sleep(wait)
         async for attempt in retry_context(
-            _retry_hook, self.agent.model_retries + 1, self.agent.backoff
+            _retry_hook, self.agent.model_retries, self.agent.backoff
         ):
             with attempt:
                 return await self._request(request)

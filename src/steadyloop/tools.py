@@ -185,25 +185,23 @@ class FunctionTool(Tool):
         self.fn = fn
         self._model: type[BaseModel] = model
         self._is_async = inspect.iscoroutinefunction(fn)
-        self._field_names = tuple(model.model_fields)
-        self._param_names = tuple(f.alias or k for k, f in model.model_fields.items())
+        from pydantic import ValidationError
+
+        # Bound once: validation runs on every call, and lookups add up on the hot path.
+        self._validate = model.__pydantic_validator__.validate_python
+        self._validation_error = ValidationError
+        self._renames = tuple((k, f.alias or k) for k, f in model.model_fields.items())
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
     def bind(self, arguments: Mapping[str, Any]) -> BoundCall:
-        from pydantic import ValidationError
-
-        from steadyloop.schema import describe_validation_error
-
         try:
-            validated = self._model.model_validate(arguments)
-        except ValidationError as exc:
+            values = self._validate(arguments).__dict__
+        except self._validation_error as exc:
+            from steadyloop.schema import describe_validation_error
+
             raise ArgumentsError(describe_validation_error(self.name, exc)) from None
-        values = validated.__dict__
-        kwargs = {
-            param: values[field]
-            for field, param in zip(self._field_names, self._param_names, strict=True)
-        }
+        kwargs = {param: values[field] for field, param in self._renames}
         return BoundCall(self.fn, kwargs, self._is_async)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
