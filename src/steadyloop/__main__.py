@@ -1,5 +1,5 @@
 """`python -m steadyloop` runs the command line."""
 
-from steadyloop.cli import main
+from steadyloop.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -272,10 +272,10 @@ async def _logged(run: Run, store: RunStore | None) -> RunResult:
     except LimitExceeded:
         raise
     except (asyncio.CancelledError, KeyboardInterrupt):
-        store.mark(run.run_id, "interrupted")
+        store.mark(run.run_id, "interrupted", usage=run.usage)
         raise
     except BaseException as exc:
-        store.mark(run.run_id, "error", f"{type(exc).__name__}: {exc}")
+        store.mark(run.run_id, "error", f"{type(exc).__name__}: {exc}", usage=run.usage)
         raise
 
 

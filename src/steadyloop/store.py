@@ -191,13 +191,19 @@ class RunStore:
 
         return record
 
-    def mark(self, run_id: str, status: str, error: str | None = None) -> None:
-        """Sets how the run ended when it did not end by answering (limit, error, interrupted)."""
+    def mark(
+        self, run_id: str, status: str, error: str | None = None, usage: Usage | None = None
+    ) -> None:
+        """Sets the run's status (running, error, interrupted) and, when given, its usage."""
         with self._lock:
             self._db.execute(
-                "UPDATE runs SET status = ?, error = ?, updated = ? WHERE id = ?",
-                (status, error, time.time(), run_id),
-            )
+                "UPDATE runs SET status = ?, error = ?, updated = ?, "
+                "usage = COALESCE(?, usage) WHERE id = ?",
+                (
+                    status, error, time.time(),
+                    json.dumps(usage.to_dict()) if usage is not None else None, run_id,
+                ),
+            )  # fmt: skip
 
     def _update(self, run_id: str, stop_reason: str, usage: Usage) -> None:
         status = "answered" if stop_reason in ("end_turn", "max_tokens") else "limit"

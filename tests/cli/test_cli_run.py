@@ -248,3 +248,33 @@ def test_kill_9_mid_tool_then_resume(home: Path, tmp_path: Path) -> None:
     assert "fetch_slow [ok]: fetched" in done.stdout
     assert "charge_slow [error]: interrupted" in done.stdout
     assert store.run(run.id).status == "answered"
+
+
+def test_ctrl_c_mid_tool_exits_130_and_can_resume(home: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "RESUME_DIR": str(tmp_path)}
+    calls = tmp_path / "calls.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steadyloop", "run", "--tools", str(HERE / "resume_tools.py"),
+         "--model", "test", "do it"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        _wait_for(lambda: calls.exists() and len(calls.read_text().split()) == 3)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130
+    assert "interrupted; continue with: steadyloop resume" in err
+    (run,) = RunStore(home / "runs.db").runs()
+    assert run.status == "interrupted"
+    (tmp_path / "release").write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "steadyloop", "resume", run.id],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "charge_slow [error]: cancelled" in done.stdout
+    assert calls.read_text().split().count("charge_slow") == 1

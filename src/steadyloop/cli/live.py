@@ -99,19 +99,20 @@ class LiveView:
         from rich.live import Live
 
         self.console = Console(file=stream, stderr=stream is sys.stderr)
-        self.live = Live(console=self.console, refresh_per_second=8, transient=False)
         self.turn = 0
         self.tokens = 0
         self.max_tokens = 1
         self.calls: dict[str, tuple[ToolCall, float, ToolCallFinished | None]] = {}
         self.notes: list[str] = []
+        # get_renderable: re-rendered on every refresh, so running calls' timers move
+        self.live = Live(console=self.console, refresh_per_second=8, get_renderable=self._render)
 
     def __enter__(self) -> LiveView:
         self.live.__enter__()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.live.update(self._render(), refresh=True)
+        self.live.refresh()
         self.live.__exit__(None, None, None)
 
     def show(self, event: Event) -> None:
@@ -130,7 +131,7 @@ class LiveView:
                 self.notes.append(line)
             elif line is not None:
                 self.console.print(f"[dim]{line}[/dim]")
-        self.live.update(self._render())
+        self.live.refresh()
 
     def _render(self) -> RenderableType:
         from rich.console import Group
