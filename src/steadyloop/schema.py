@@ -7,6 +7,7 @@ model reads. Imported lazily: pydantic is not loaded until a tool is defined.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -52,7 +53,7 @@ def _arguments_model(
 ) -> type[BaseModel]:
     try:
         signature = inspect.signature(fn)
-        hints = typing.get_type_hints(fn, include_extras=True)
+        hints = _type_hints(fn)
     except (TypeError, ValueError, NameError) as exc:
         raise ConfigError(f"tool {name!r}: cannot read the signature of {fn!r}: {exc}") from exc
     fields: dict[str, Any] = {}
@@ -82,6 +83,16 @@ def _arguments_model(
         raise ConfigError(
             f"tool {name!r}: cannot build a schema for its parameters: {exc}"
         ) from exc
+
+
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """`fn`'s type hints, looking through partials and into a callable object's `__call__`."""
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if not (inspect.isroutine(target) or inspect.isclass(target)):
+        target = type(target).__call__
+    return typing.get_type_hints(target, include_extras=True)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
