@@ -34,7 +34,14 @@ def describe_function(
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
     param_docs = {p.arg_name: p.description for p in doc.params if p.description}
     model = _arguments_model(fn, name, param_docs)
-    schema = _clean_schema(model.model_json_schema())
+    try:
+        schema = _clean_schema(model.model_json_schema())
+    except Exception as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(
+            f"tool {name!r}: its parameters cannot be described as JSON schema ({reason}); "
+            "use types a model can send: str, int, float, bool, lists, dicts, pydantic models"
+        ) from exc
     text = description if description is not None else _description_from(doc)
     if not text.strip():
         text = f"{name} (no description given)"
