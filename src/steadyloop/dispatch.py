@@ -86,6 +86,8 @@ class Dispatcher:
         self, calls: Sequence[ToolCall], notify: Callable[[Event], None] | None = None
     ) -> Batch:
         """Runs every call concurrently; returns when all are answered or the turn is stopped."""
+        if not calls:
+            return Batch(())
         locks: dict[str, asyncio.Lock] = {}
         tasks = [asyncio.create_task(self._answer(call, locks, notify)) for call in calls]
         stop: BaseException | None = None
