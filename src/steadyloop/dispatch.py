@@ -191,7 +191,7 @@ class Dispatcher:
                 raise _Failure(f"{failure.text} (after {attempt_number} attempts)") from None
             raise
         except retry_on as exc:
-            text = _unexpected(tool.name, exc).text
+            text = _failure(tool.name, exc).text
             if attempt_number > 1:
                 text = f"{text} (after {attempt_number} attempts)"
             raise _Failure(text) from None
@@ -213,12 +213,10 @@ class Dispatcher:
             if isinstance(exc, tool.retry_on):
                 raise
             raise _unexpected(tool.name, exc) from None
-        except (ToolError, TypeError, ValueError) as exc:
-            raise _Failure(str(exc) or type(exc).__name__) from None
         except Exception as exc:
             if isinstance(exc, tool.retry_on):
                 raise
-            raise _unexpected(tool.name, exc) from None
+            raise _failure(tool.name, exc) from None
         try:
             return tool.render(value)
         except Exception as exc:
@@ -243,6 +241,13 @@ class Dispatcher:
 
 class _TimedOut(_Failure, TimeoutError):
     """Our own deadline expired: retryable like any TimeoutError, worded for the model."""
+
+
+def _failure(tool_name: str, exc: BaseException) -> _Failure:
+    """What the model reads: the message of errors it can fix, only the type of the others."""
+    if isinstance(exc, (ToolError, TypeError, ValueError)):
+        return _Failure(str(exc) or type(exc).__name__)
+    return _unexpected(tool_name, exc)
 
 
 def _unexpected(tool_name: str, exc: BaseException) -> _Failure:
