@@ -146,7 +146,9 @@ class Dispatcher:
             text, images, is_error = output.text, output.images, output.is_error
         except _Failure as failure:
             text = failure.text
-        except (FatalToolError, KeyboardInterrupt, SystemExit) as exc:
+        except (FatalToolError, KeyboardInterrupt, SystemExit, asyncio.CancelledError) as exc:
+            if isinstance(exc, asyncio.CancelledError) and _cancel_requested():
+                raise  # the turn is being cancelled: `run` answers this call as cancelled
             text = f"{call.name} stopped the run: {type(exc).__name__}: {exc}".rstrip(": ")
             outcome = self._finish(call, tool, text, True, (), started, attempts)
             if notify is not None:
@@ -253,6 +255,12 @@ def _failure(tool_name: str, exc: BaseException) -> _Failure:
 def _unexpected(tool_name: str, exc: BaseException) -> _Failure:
     logger.error("tool %s failed", tool_name, exc_info=exc)
     return _Failure(f"{tool_name} failed: {type(exc).__name__}")
+
+
+def _cancel_requested() -> bool:
+    """True when someone cancelled the current task (not a tool raising CancelledError itself)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _cancelled(call: ToolCall) -> ToolCallFinished:
