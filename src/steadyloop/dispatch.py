@@ -55,11 +55,15 @@ class _Stop(Exception):
 
 
 class _Failure(Exception):
-    """A call failed in a way the model should read about; `text` is what it reads."""
+    """A call failed in a way the model should read about; `text` is what it reads.
 
-    def __init__(self, text: str) -> None:
+    `attempts` is how many times the tool ran (0 when it never did).
+    """
+
+    def __init__(self, text: str, attempts: int = 0) -> None:
         super().__init__(text)
         self.text = text
+        self.attempts = attempts
 
 
 class Dispatcher:
@@ -145,7 +149,7 @@ class Dispatcher:
                 output, attempts = await self._run_with_retries(tool, bound)
             text, images, is_error = output.text, output.images, output.is_error
         except _Failure as failure:
-            text = failure.text
+            text, attempts = failure.text, failure.attempts
         except (FatalToolError, KeyboardInterrupt, SystemExit, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError) and _cancel_requested():
                 raise  # the turn is being cancelled: `run` answers this call as cancelled
@@ -190,13 +194,15 @@ class Dispatcher:
                     return await self._attempt(tool, bound, timeout), attempt_number
         except _Failure as failure:
             if attempt_number > 1:
-                raise _Failure(f"{failure.text} (after {attempt_number} attempts)") from None
+                text = f"{failure.text} (after {attempt_number} attempts)"
+                raise _Failure(text, attempt_number) from None
+            failure.attempts = attempt_number
             raise
         except retry_on as exc:
             text = _failure(tool.name, exc).text
             if attempt_number > 1:
                 text = f"{text} (after {attempt_number} attempts)"
-            raise _Failure(text) from None
+            raise _Failure(text, attempt_number) from None
         raise AssertionError("unreachable: retry_context yields at least one attempt")
 
     async def _attempt(self, tool: Tool, bound: BoundCall, seconds: float) -> ToolOutput:
