@@ -55,11 +55,15 @@ class _Stop(Exception):
 
 
 class _Failure(Exception):
-    """A call failed in a way the model should read about; `text` is what it reads."""
+    """A call failed in a way the model should read about; `text` is what it reads.
 
-    def __init__(self, text: str) -> None:
+    `attempts` is how many times the tool ran (0 when it never did).
+    """
+
+    def __init__(self, text: str, attempts: int = 0) -> None:
         super().__init__(text)
         self.text = text
+        self.attempts = attempts
 
 
 class Dispatcher:
@@ -86,6 +90,8 @@ class Dispatcher:
         self, calls: Sequence[ToolCall], notify: Callable[[Event], None] | None = None
     ) -> Batch:
         """Runs every call concurrently; returns when all are answered or the turn is stopped."""
+        if not calls:
+            return Batch(())
         locks: dict[str, asyncio.Lock] = {}
         tasks = [asyncio.create_task(self._answer(call, locks, notify)) for call in calls]
         stop: BaseException | None = None
@@ -143,8 +149,10 @@ class Dispatcher:
                 output, attempts = await self._run_with_retries(tool, bound)
             text, images, is_error = output.text, output.images, output.is_error
         except _Failure as failure:
-            text = failure.text
-        except (FatalToolError, KeyboardInterrupt, SystemExit) as exc:
+            text, attempts = failure.text, failure.attempts
+        except (FatalToolError, KeyboardInterrupt, SystemExit, asyncio.CancelledError) as exc:
+            if isinstance(exc, asyncio.CancelledError) and _cancel_requested():
+                raise  # the turn is being cancelled: `run` answers this call as cancelled
             text = f"{call.name} stopped the run: {type(exc).__name__}: {exc}".rstrip(": ")
             outcome = self._finish(call, tool, text, True, (), started, attempts)
             if notify is not None:
@@ -186,13 +194,15 @@ class Dispatcher:
                     return await self._attempt(tool, bound, timeout), attempt_number
         except _Failure as failure:
             if attempt_number > 1:
-                raise _Failure(f"{failure.text} (after {attempt_number} attempts)") from None
+                text = f"{failure.text} (after {attempt_number} attempts)"
+                raise _Failure(text, attempt_number) from None
+            failure.attempts = attempt_number
             raise
         except retry_on as exc:
-            text = _unexpected(tool.name, exc).text
+            text = _failure(tool.name, exc).text
             if attempt_number > 1:
                 text = f"{text} (after {attempt_number} attempts)"
-            raise _Failure(text) from None
+            raise _Failure(text, attempt_number) from None
         raise AssertionError("unreachable: retry_context yields at least one attempt")
 
     async def _attempt(self, tool: Tool, bound: BoundCall, seconds: float) -> ToolOutput:
@@ -211,12 +221,10 @@ class Dispatcher:
             if isinstance(exc, tool.retry_on):
                 raise
             raise _unexpected(tool.name, exc) from None
-        except (ToolError, TypeError, ValueError) as exc:
-            raise _Failure(str(exc) or type(exc).__name__) from None
         except Exception as exc:
             if isinstance(exc, tool.retry_on):
                 raise
-            raise _unexpected(tool.name, exc) from None
+            raise _failure(tool.name, exc) from None
         try:
             return tool.render(value)
         except Exception as exc:
@@ -243,9 +251,22 @@ class _TimedOut(_Failure, TimeoutError):
     """Our own deadline expired: retryable like any TimeoutError, worded for the model."""
 
 
+def _failure(tool_name: str, exc: BaseException) -> _Failure:
+    """What the model reads: the message of errors it can fix, only the type of the others."""
+    if isinstance(exc, (ToolError, TypeError, ValueError)):
+        return _Failure(str(exc) or type(exc).__name__)
+    return _unexpected(tool_name, exc)
+
+
 def _unexpected(tool_name: str, exc: BaseException) -> _Failure:
     logger.error("tool %s failed", tool_name, exc_info=exc)
     return _Failure(f"{tool_name} failed: {type(exc).__name__}")
+
+
+def _cancel_requested() -> bool:
+    """True when someone cancelled the current task (not a tool raising CancelledError itself)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _cancelled(call: ToolCall) -> ToolCallFinished:

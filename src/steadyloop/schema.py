@@ -7,6 +7,7 @@ model reads. Imported lazily: pydantic is not loaded until a tool is defined.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -33,7 +34,14 @@ def describe_function(
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
     param_docs = {p.arg_name: p.description for p in doc.params if p.description}
     model = _arguments_model(fn, name, param_docs)
-    schema = _clean_schema(model.model_json_schema())
+    try:
+        schema = _clean_schema(model.model_json_schema())
+    except Exception as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(
+            f"tool {name!r}: its parameters cannot be described as JSON schema ({reason}); "
+            "use types a model can send: str, int, float, bool, lists, dicts, pydantic models"
+        ) from exc
     text = description if description is not None else _description_from(doc)
     if not text.strip():
         text = f"{name} (no description given)"
@@ -52,7 +60,7 @@ def _arguments_model(
 ) -> type[BaseModel]:
     try:
         signature = inspect.signature(fn)
-        hints = typing.get_type_hints(fn, include_extras=True)
+        hints = _type_hints(fn)
     except (TypeError, ValueError, NameError) as exc:
         raise ConfigError(f"tool {name!r}: cannot read the signature of {fn!r}: {exc}") from exc
     fields: dict[str, Any] = {}
@@ -82,6 +90,16 @@ def _arguments_model(
         raise ConfigError(
             f"tool {name!r}: cannot build a schema for its parameters: {exc}"
         ) from exc
+
+
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """`fn`'s type hints, looking through partials and into a callable object's `__call__`."""
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if not (inspect.isroutine(target) or inspect.isclass(target)):
+        target = type(target).__call__
+    return typing.get_type_hints(target, include_extras=True)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
