@@ -345,3 +345,12 @@ def test_two_tools_with_one_name_are_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match="two tools are named 'google'"):
         Agent(TestModel(), tools=[google, other])
+
+
+def test_annotated_field_description_is_kept_when_the_docstring_has_none() -> None:
+    @tool
+    def greet(name: Annotated[str, Field(description="who to greet")]) -> str:
+        """Greets someone."""
+        return f"hi {name}"
+
+    assert greet.parameters["properties"]["name"]["description"] == "who to greet"

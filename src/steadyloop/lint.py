@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from steadyloop.tools import FunctionTool, Tool
+from steadyloop.tools import NO_DESCRIPTION, FunctionTool, Tool
 
 __all__ = ["Finding", "LintReport", "Severity", "ToolLint", "lint_tools"]
 
@@ -213,7 +213,7 @@ _MATCHING = re.compile(
 _QUOTED_OPTION = re.compile(r"""['"`]([\w.:-]+)['"`]""")
 _ONE_OF = re.compile(r"\bone of:?\s+([\w.:-]+(?:\s*(?:,|\||/|\bor\b)\s*[\w.:-]+)+)", re.IGNORECASE)
 _EXAMPLES = re.compile(r"\b(e\.g\.|eg|like|for example|such as)", re.IGNORECASE)
-_PLACEHOLDER = "(no description given)"
+_PLACEHOLDER = NO_DESCRIPTION
 _LIST_TYPES = (list, tuple, set, frozenset)
 
 

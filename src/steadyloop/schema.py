@@ -17,6 +17,7 @@ import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from steadyloop.errors import ConfigError
+from steadyloop.tools import NO_DESCRIPTION
 
 __all__ = ["describe_function", "describe_validation_error"]
 
@@ -44,7 +45,7 @@ def describe_function(
         ) from exc
     text = description if description is not None else _description_from(doc)
     if not text.strip():
-        text = f"{name} (no description given)"
+        text = f"{name} {NO_DESCRIPTION}"
     return model, ToolSpec(name=name, description=text, parameters=schema)
 
 
@@ -79,10 +80,15 @@ def _arguments_model(
         default = ... if param.default is param.empty else param.default
         # Fields get neutral names with the parameter name as alias, so a parameter called
         # `schema` or `model_config` cannot clash with BaseModel's own attributes.
-        fields[f"p{index}"] = (
-            annotation,
-            Field(default, alias=param_name, description=param_docs.get(param_name)),
+        doc = param_docs.get(param_name)
+        # The docstring's description is set only when there is one, so that a description
+        # given with Annotated[..., Field(description=...)] is not wiped out.
+        info = (
+            Field(default, alias=param_name, description=doc)
+            if doc
+            else Field(default, alias=param_name)
         )
+        fields[f"p{index}"] = (annotation, info)
     config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=False)
     try:
         return create_model(f"{name}_arguments", __config__=config, **fields)

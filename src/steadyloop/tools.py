@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 NO_OUTPUT_TEXT = "(the tool returned no output)"
+NO_DESCRIPTION = "(no description given)"
 DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
 
 
