@@ -268,8 +268,9 @@ async def _logged(run: Run, store: RunStore | None) -> RunResult:
     if store is None or run.run_id is None:
         return await run.execute()
     try:
-        return await run.execute()
+        result = await run.execute()
     except LimitExceeded:
+        store.flush()
         raise
     except (asyncio.CancelledError, KeyboardInterrupt):
         store.mark(run.run_id, "interrupted", usage=run.usage)
@@ -277,6 +278,8 @@ async def _logged(run: Run, store: RunStore | None) -> RunResult:
     except BaseException as exc:
         store.mark(run.run_id, "error", f"{type(exc).__name__}: {exc}", usage=run.usage)
         raise
+    store.flush()
+    return result
 
 
 def _fan_out(

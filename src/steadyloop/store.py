@@ -28,8 +28,13 @@ from steadyloop.events import (
     MessageAdded,
     ModelRequestStarted,
     RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolCallDelta,
     ToolCallFinished,
+    ToolCallStarted,
 )
+from steadyloop.logwriter import LogWriter
 from steadyloop.messages import Message, ToolCall, ToolResult, Usage, message_from_dict
 
 __all__ = ["LoggedEvent", "RunInfo", "RunStore", "ToolRecord"]
@@ -116,6 +121,7 @@ class RunStore:
         self.path = Path(path).expanduser()
         self._lock = threading.Lock()
         self._db = self._open()
+        self._writer = LogWriter(self._db, self._lock)
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -143,8 +149,14 @@ class RunStore:
         return db
 
     def close(self) -> None:
+        """Commits what is queued and closes the file."""
+        self._writer.close()
         with self._lock:
             self._db.close()
+
+    def flush(self) -> None:
+        """Returns once every event recorded so far is committed."""
+        self._writer.flush()
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -160,34 +172,42 @@ class RunStore:
         """Adds a run (logging its history as its first entries) and returns its id."""
         run_id = run_id or uuid.uuid4().hex
         now = time.time()
-        with self._lock:
-            self._db.execute("BEGIN")
-            self._db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, 'running', NULL, NULL, ?)",
-                (
-                    run_id, now, now, model, prompt, len(history),
-                    json.dumps(dict(config)), json.dumps(Usage().to_dict()),
-                ),
-            )  # fmt: skip
+        row = (
+            run_id, now, now, model, prompt, len(history), json.dumps(dict(config)),
+            json.dumps(Usage().to_dict()),
+        )  # fmt: skip
+        history = tuple(history)
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, 'running', NULL, NULL, ?)", row
+            )
             for index, message in enumerate(history):
-                self._insert(run_id, index, now, "message", {"index": index, **_msg(message)})
-            self._db.execute("COMMIT")
+                _insert(db, run_id, index, now, "message", {"index": index, **_msg(message)})
+
+        self._writer.submit(write)
         return run_id
 
     def recorder(self, run_id: str) -> Callable[[Event], None]:
         """A callback that logs each event of run `run_id` as it happens."""
+        self.flush()
         next_seq = self._next_seq(run_id)
+        submit = self._writer.submit
 
         def record(event: Event) -> None:
             nonlocal next_seq
-            row = _row(event)
-            if row is None:
+            if isinstance(event, _NOT_LOGGED):
                 return
-            with self._lock:
-                self._insert(run_id, next_seq, time.time(), *row)
-                if isinstance(event, RunFinished):
-                    self._update(run_id, event.result.stop_reason, event.result.usage)
+            seq, at = next_seq, time.time()
             next_seq += 1
+
+            def write(db: sqlite3.Connection) -> None:
+                kind, data = _row(event)
+                _insert(db, run_id, seq, at, kind, data)
+                if isinstance(event, RunFinished):
+                    _update(db, run_id, event.result.stop_reason, event.result.usage)
+
+            submit(write)
 
         return record
 
@@ -195,27 +215,19 @@ class RunStore:
         self, run_id: str, status: str, error: str | None = None, usage: Usage | None = None
     ) -> None:
         """Sets the run's status (running, error, interrupted) and, when given, its usage."""
-        with self._lock:
-            self._db.execute(
+        values = (
+            status, error, time.time(), json.dumps(usage.to_dict()) if usage else None, run_id,
+        )  # fmt: skip
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
                 "UPDATE runs SET status = ?, error = ?, updated = ?, "
                 "usage = COALESCE(?, usage) WHERE id = ?",
-                (
-                    status, error, time.time(),
-                    json.dumps(usage.to_dict()) if usage is not None else None, run_id,
-                ),
-            )  # fmt: skip
+                values,
+            )
 
-    def _update(self, run_id: str, stop_reason: str, usage: Usage) -> None:
-        status = "answered" if stop_reason in ("end_turn", "max_tokens") else "limit"
-        self._db.execute(
-            "UPDATE runs SET status = ?, stop_reason = ?, usage = ?, updated = ? WHERE id = ?",
-            (status, stop_reason, json.dumps(usage.to_dict()), time.time(), run_id),
-        )
-
-    def _insert(self, run_id: str, seq: int, at: float, kind: str, data: Mapping[str, Any]) -> None:
-        self._db.execute(
-            "INSERT INTO events VALUES (?, ?, ?, ?, ?)", (run_id, seq, at, kind, json.dumps(data))
-        )
+        self._writer.submit(write)
+        self._writer.flush()
 
     def _next_seq(self, run_id: str) -> int:
         with self._lock:
@@ -228,6 +240,7 @@ class RunStore:
 
     def runs(self, limit: int = 20) -> list[RunInfo]:
         """The most recent runs, newest first."""
+        self.flush()
         with self._lock:
             rows = self._db.execute(
                 "SELECT * FROM runs ORDER BY created DESC LIMIT ?", (limit,)
@@ -236,6 +249,7 @@ class RunStore:
 
     def run(self, run_id: str) -> RunInfo:
         """The run with this id, or the only one whose id starts with it (like git)."""
+        self.flush()
         with self._lock:
             rows = self._db.execute(
                 "SELECT * FROM runs WHERE id = ? OR id LIKE ? ESCAPE '\\' LIMIT 3",
@@ -255,6 +269,7 @@ class RunStore:
 
     def events(self, run_id: str) -> list[LoggedEvent]:
         """Every logged event of the run, in order."""
+        self.flush()
         with self._lock:
             rows = self._db.execute(
                 "SELECT seq, at, kind, data FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
@@ -305,6 +320,7 @@ class RunStore:
         if not parsed or parsed[0].get("type") != "run":
             raise ConfigError("not a steadyloop run export: the first line must be the run")
         run = parsed[0]
+        self.flush()
         with self._lock:
             try:
                 self._db.execute("BEGIN")
@@ -317,7 +333,9 @@ class RunStore:
                     ),
                 )  # fmt: skip
                 for event in parsed[1:]:
-                    self._insert(run["id"], event["seq"], event["at"], event["kind"], event["data"])
+                    _insert(
+                        self._db, run["id"], event["seq"], event["at"], event["kind"], event["data"]
+                    )
                 self._db.execute("COMMIT")
             except sqlite3.IntegrityError as exc:
                 self._db.execute("ROLLBACK")
@@ -329,8 +347,29 @@ def _msg(message: Message) -> dict[str, Any]:
     return {"message": message.to_dict()}
 
 
-def _row(event: Event) -> tuple[str, Mapping[str, Any]] | None:
-    """The (kind, data) logged for an event; None for events not worth a row (deltas)."""
+# Events not worth a row: deltas are chatty and rebuilt from the reply; a call's start is
+# implied by the reply that made it and its finish (which carries its duration).
+_NOT_LOGGED = (RunStarted, TextDelta, ToolCallDelta, ToolCallStarted)
+
+
+def _insert(
+    db: sqlite3.Connection, run_id: str, seq: int, at: float, kind: str, data: Mapping[str, Any]
+) -> None:
+    db.execute(
+        "INSERT INTO events VALUES (?, ?, ?, ?, ?)", (run_id, seq, at, kind, json.dumps(data))
+    )
+
+
+def _update(db: sqlite3.Connection, run_id: str, stop_reason: str, usage: Usage) -> None:
+    status = "answered" if stop_reason in ("end_turn", "max_tokens") else "limit"
+    db.execute(
+        "UPDATE runs SET status = ?, stop_reason = ?, usage = ?, updated = ? WHERE id = ?",
+        (status, stop_reason, json.dumps(usage.to_dict()), time.time(), run_id),
+    )
+
+
+def _row(event: Event) -> tuple[str, Mapping[str, Any]]:
+    """The (kind, data) logged for an event."""
     if isinstance(event, MessageAdded):
         return "message", {"index": event.index, **_msg(event.message)}
     if isinstance(event, ToolCallFinished):
@@ -362,7 +401,7 @@ def _row(event: Event) -> tuple[str, Mapping[str, Any]] | None:
             "output": event.result.output,
             "usage": event.result.usage.to_dict(),
         }
-    return None
+    raise TypeError(f"no log row for {type(event).__name__}")
 
 
 def _run_info(row: Sequence[Any]) -> RunInfo:

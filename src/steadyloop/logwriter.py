@@ -1,0 +1,96 @@
+"""Writes run-log rows on a background thread, committing whatever has queued up together.
+
+Recording an event on the loop's thread costs a queue put; serialising and committing happen on
+the writer thread, and a burst of events (a turn's tool results) shares one commit. A process
+killed outright loses at most the events queued in the last moments, which `resume` treats as
+calls that did not finish. `flush()` waits until everything queued so far is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+
+from steadyloop.errors import SteadyloopError
+
+__all__ = ["LogWriter"]
+
+logger = logging.getLogger("steadyloop.store")
+
+Write = Callable[[sqlite3.Connection], None]
+
+
+class LogWriter:
+    """A single writer thread for one SQLite connection; `lock` guards the connection."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock) -> None:
+        self._db = db
+        self._lock = lock
+        self._queue: queue.SimpleQueue[Write | threading.Event | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    def submit(self, write: Write) -> None:
+        """Queues `write(db)` to run in a transaction on the writer thread."""
+        self._raise_failure()
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._work, name="steadyloop-log-writer", daemon=True
+            )
+            self._thread.start()
+        self._queue.put(write)
+
+    def flush(self) -> None:
+        """Returns once every write queued before it is committed."""
+        if self._thread is not None:
+            done = threading.Event()
+            self._queue.put(done)
+            done.wait()
+        self._raise_failure()
+
+    def close(self) -> None:
+        """Commits what is queued and stops the thread."""
+        if self._thread is not None:
+            self.flush()
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise SteadyloopError(
+                f"writing the run log failed: {type(self._failure).__name__}: {self._failure}"
+            ) from self._failure
+
+    def _work(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            writes = [item for item in batch if callable(item)]
+            if writes:
+                self._commit(writes)
+            for item in batch:
+                if isinstance(item, threading.Event):
+                    item.set()
+            if None in batch:
+                return
+
+    def _commit(self, writes: list[Write]) -> None:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN")
+                for write in writes:
+                    write(self._db)
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                logger.exception("writing the run log failed")
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                self._failure = exc
