@@ -5,6 +5,7 @@ pydantic-ai's `parsed_body`), opencode JSON recordings and the llama-cpp-python 
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from collections.abc import Iterator, Mapping
@@ -14,6 +15,7 @@ from typing import Any
 
 import yaml
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 CASSETTES = Path(__file__).resolve().parents[2].parent / "shared/fixtures/provider-cassettes"
 
 
@@ -46,10 +48,15 @@ class Interaction:
 
 def load(relative: str) -> list[Interaction]:
     """Every interaction of one recording, by its path under the cassettes folder."""
+    return list(_load(relative))
+
+
+@functools.cache
+def _load(relative: str) -> tuple[Interaction, ...]:
     path = CASSETTES / relative
     if path.suffix == ".json":
-        return list(_from_json(json.loads(path.read_text())))
-    return list(_from_vcr(yaml.safe_load(path.read_text())))
+        return tuple(_from_json(json.loads(path.read_text())))
+    return tuple(_from_vcr(yaml.load(path.read_text(), Loader=_LOADER)))
 
 
 def _from_vcr(data: Mapping[str, Any]) -> Iterator[Interaction]:

@@ -12,9 +12,11 @@ with no following item), the 401 for a wrong key and `context_length_exceeded` o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,12 +26,15 @@ _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _NAME_PATTERN = "^[a-zA-Z0-9_-]+$"
 
 
+Arguments = str | dict[str, Any]  # an object: what some compatible servers send (F15)
+
+
 @dataclass(frozen=True)
 class Reply:
     """A model reply, rendered as JSON or SSE for whichever API and mode was asked."""
 
     text: str = ""
-    calls: Sequence[tuple[str, str, str]] = ()  # (id, wire name, arguments text)
+    calls: Sequence[tuple[str, str, Arguments]] = ()  # (id, wire name, arguments)
     finish: str | None = None  # Chat finish_reason; "length" also marks Responses incomplete
     usage: tuple[int, int] = (20, 5)
 
@@ -61,7 +66,15 @@ class Drop:
     """A 200 stream whose connection closes mid-way through a tool call (F37)."""
 
 
-Scripted = Reply | Fail | StreamError | Drop
+@dataclass(frozen=True)
+class Stall:
+    """No answer for `seconds`, then `reply` (to a client that has usually given up)."""
+
+    seconds: float
+    reply: Reply = Reply(text="too late")
+
+
+Scripted = Reply | Fail | StreamError | Drop | Stall
 
 
 def error_body(message: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
@@ -401,8 +414,7 @@ def _chat_chunks(reply: Reply) -> Iterator[dict[str, Any]]:
     for index, (call_id, name, args) in enumerate(reply.calls):
         head = {"index": index, "id": call_id, "type": "function"}
         yield _chunk({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
-        half = len(args) // 2
-        for piece in (args[:half], args[half:]):
+        for piece in _pieces(args):
             yield _chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield _chunk({}, reply.finish or ("tool_calls" if reply.calls else "stop"))
     yield {
@@ -411,6 +423,14 @@ def _chat_chunks(reply: Reply) -> Iterator[dict[str, Any]]:
         "choices": [],
         "usage": _chat_usage(reply),
     }
+
+
+def _pieces(args: Arguments) -> list[Arguments]:
+    """Argument fragments as streamed: two halves of a text, an object whole."""
+    if isinstance(args, dict):
+        return [args]
+    half = len(args) // 2
+    return [args[:half], args[half:]]
 
 
 def _response_json(reply: Reply, model: str) -> dict[str, Any]:
@@ -446,7 +466,7 @@ def _message_item(text: str) -> dict[str, Any]:
     }
 
 
-def _call_item(n: int, call: tuple[str, str, str]) -> dict[str, Any]:
+def _call_item(n: int, call: tuple[str, str, Arguments]) -> dict[str, Any]:
     call_id, name, args = call
     return {
         "type": "function_call",
@@ -481,8 +501,7 @@ def _response_events(reply: Reply, model: str) -> Iterator[dict[str, Any]]:
             "output_index": index,
             "item": {**item, "arguments": ""},
         }
-        half = len(call[2]) // 2
-        for piece in (call[2][:half], call[2][half:]):
+        for piece in _pieces(call[2]):
             yield {
                 "type": "response.function_call_arguments.delta",
                 "output_index": index,
@@ -505,7 +524,14 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             item = server.next_item(self.path, body, auth)
             chat = self.path.endswith("/chat/completions")
             model = str(body.get("model"))
-            if isinstance(item, Fail):
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gave up
+                self._answer(item, body, chat, model)
+
+        def _answer(self, item: Scripted, body: Mapping[str, Any], chat: bool, model: str) -> None:
+            if isinstance(item, Stall):
+                time.sleep(item.seconds)
+                self._answer(item.reply, body, chat, model)
+            elif isinstance(item, Fail):
                 self._send(item.status, item.body, item.headers)
             elif isinstance(item, Drop):
                 self._drop(chat)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from typing import Any
 
 import pytest
 from conftest import MakeModel
-from openai_fake_server import Drop, Fail, FakeOpenAI, Reply, StreamError, rate_limit_body
+from openai_fake_server import Drop, Fail, FakeOpenAI, Reply, Stall, StreamError, rate_limit_body
 
 from steadyloop import (
     Agent,
@@ -133,6 +134,8 @@ async def test_parallel_calls_unknown_tool_error_result_and_odd_names(
     assert "add" in answers[3].content
     assert answers[3].is_error
     assert (answers[4].content, answers[4].is_error) == ("disk full", True)
+    follow_up = json.dumps(server.requests[1])
+    assert "Let me check." in follow_up  # text and calls of one reply both kept (F19)
     sent = results_sent(server, 1)
     assert [content for _, content in sent] == [a.content for a in answers]
     assert len({call_id for call_id, _ in sent}) == 5  # ids unique and valid on the wire
@@ -471,3 +474,71 @@ async def test_responses_reasoning_is_replayed_with_its_calls(server: FakeOpenAI
     ]
     assert body["include"] == ["reasoning.encrypted_content"]
     assert body["reasoning"] == {"effort": "low"}
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_arguments_sent_as_an_object_are_accepted(
+    server: FakeOpenAI, make_model: MakeModel, streaming: bool
+) -> None:
+    """Some compatible servers send `arguments` as an object (F15): the call runs, and the
+    history sent back carries a JSON string (the server rejects anything else)."""
+    seen: list[str] = []
+
+    @tool
+    def locate(city: str, country: str) -> str:
+        """Finds a city."""
+        seen.append(f"{city}, {country}")
+        return "found"
+
+    server.queue(
+        Reply(calls=[("call_o", "locate", {"city": "Lyon", "country": "FR"})]),
+        Reply(text="ok"),
+    )
+    agent = fast_agent(make_model(), tools=[locate])
+    if streaming:
+        output = final([e async for e in agent.stream("where?")]).output
+    else:
+        output = (await agent.run("where?")).output
+    assert output == "ok"
+    assert seen == ["Lyon, FR"]
+    assert server.rejected == []
+
+
+async def test_duplicate_call_ids_in_one_reply_both_run(
+    server: FakeOpenAI, make_model: MakeModel
+) -> None:
+    """A provider repeating one id for two calls (F22): both run, both answered, ids unique."""
+    seen: list[int] = []
+
+    @tool
+    def square(n: int) -> int:
+        """Squares a number."""
+        seen.append(n)
+        return n * n
+
+    server.queue(
+        Reply(calls=[("call_1", "square", '{"n": 2}'), ("call_1", "square", '{"n": 3}')]),
+        Reply(text="4 and 9"),
+    )
+    result = await fast_agent(make_model(), tools=[square]).run("squares")
+    assert sorted(seen) == [2, 3]
+    assert result.output == "4 and 9"
+    sent = results_sent(server, 1)
+    assert [content for _, content in sent] == ["4", "9"]
+    assert len({call_id for call_id, _ in sent}) == 2
+
+
+async def test_timeouts_and_refused_connections_are_retryable(
+    server: FakeOpenAI, make_model: MakeModel
+) -> None:
+    server.queue(Stall(1.0))
+    with pytest.raises(ModelError, match="timed out") as info:
+        await fast_agent(make_model(timeout=0.2), model_retries=0).run("hi")
+    assert info.value.retryable
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    with pytest.raises(ModelError, match="Connection error") as refused:
+        await fast_agent(make_model(base_url=closed), model_retries=0).run("hi")
+    assert refused.value.retryable

@@ -283,7 +283,7 @@ def parse_chat_completion(
         for raw in message.get("tool_calls") or ()
     )
     return AssistantMessage(
-        text=_text(message.get("content")),
+        text=_text(message.get("content")) or str(message.get("refusal") or ""),
         tool_calls=calls,
         usage=chat_usage(data.get("usage")),
         stop_reason=_stop_reason(choice.get("finish_reason"), bool(calls)),

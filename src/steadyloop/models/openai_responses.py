@@ -10,6 +10,7 @@ model produced, replayed once each, right before the calls they preceded (F07). 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -278,8 +279,10 @@ class ResponsesStreamParser:
             ]
         if kind == "response.function_call_arguments.delta":
             known = self.call_index.get(_index(event))
-            if known is not None and event.get("delta"):
-                return [ToolCallDelta(known, None, None, str(event["delta"]))]
+            delta = event.get("delta")
+            if known is not None and delta:
+                text = json.dumps(delta) if isinstance(delta, Mapping) else str(delta)
+                return [ToolCallDelta(known, None, None, text)]
         elif kind == "response.output_item.done":
             self.items[_index(event)] = event.get("item") or {}
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
