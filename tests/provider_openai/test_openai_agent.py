@@ -11,10 +11,10 @@ import asyncio
 import json
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import MakeModel
 from openai_fake_server import Drop, Fail, FakeOpenAI, Reply, Stall, StreamError, rate_limit_body
 
 from steadyloop import (
@@ -37,10 +37,12 @@ from steadyloop.messages import (
     ToolResult,
     UserMessage,
 )
+from steadyloop.models.openai_chat import OpenAIModel
 from steadyloop.models.wire import ToolNames
 from steadyloop.result import RunResult
 from steadyloop.retry import Backoff
 
+MakeModel = Callable[..., OpenAIModel]  # the `make_model` fixture (conftest.py)
 LONG_ID = "call__0_get_weather_cmpl-53b2caaf-d1e2-4e12-93b9-50d609f9900a-with-more-to-pass-64"
 
 
