@@ -278,6 +278,24 @@ async def test_rejected_key_is_a_config_error_and_not_retried(
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize("status", [403, 404])
+async def test_unknown_model_or_forbidden_is_a_config_error(
+    server: FakeOpenAI, make_model: MakeModel, status: int
+) -> None:
+    body = {
+        "error": {
+            "message": "The model `gpt-test` does not exist or you do not have access to it.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "model_not_found",
+        }
+    }
+    server.queue(Fail(status, body))
+    with pytest.raises(ConfigError, match="does not exist"):
+        await fast_agent(make_model(max_retries=2)).run("hi")
+    assert len(server.requests) == 1
+
+
 async def test_server_errors_are_retried(server: FakeOpenAI, make_model: MakeModel) -> None:
     server.queue(Fail(503, {"error": {"message": "Service Unavailable", "type": "server_error"}}))
     server.queue(Reply(text="back"))

@@ -49,7 +49,7 @@ __all__ = [
 CHAT_IDS = IdRules(max_length=40)
 INSTALL_HINT = "the OpenAI SDK is not installed: pip install 'steadyloop[openai]'"
 NO_KEY_HINT = (
-    "OPENAI_API_KEY is not set: export it, pass api_key=..., or use --model test "
+    "{env} is not set: export it, pass api_key=..., or use --model test "
     "(Agent('test')) to run offline"
 )
 _STOP_REASONS = {
@@ -121,7 +121,7 @@ class OpenAIModel(Model):
         key = api_key or (os.environ.get(key_env) if key_env else None)
         if not key:
             if key_env is not None:
-                raise ConfigError(NO_KEY_HINT.replace("OPENAI_API_KEY", key_env))
+                raise ConfigError(NO_KEY_HINT.format(env=key_env))
             key = "no-key"  # local servers ignore it, the SDK insists on one
         return openai.AsyncOpenAI(
             api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout
@@ -131,7 +131,9 @@ class OpenAIModel(Model):
         with openai_errors(self.name, self.hint):
             data = await self.client.post(path, body=body, cast_to=object)
         if not isinstance(data, Mapping):
-            raise ModelError(f"{self.name}: the reply is not a JSON object: {data!r:.200}")
+            raise ModelError(
+                f"{self.name}: the reply is not a JSON object: {data!r:.200}", provider=self.name
+            )
         return data
 
     async def _events(self, path: str, body: dict[str, Any]) -> AsyncIterator[Mapping[str, Any]]:
