@@ -73,6 +73,16 @@ def test_missing_model_is_one_line_naming_what_to_set(capsys: pytest.CaptureFixt
     assert "--model test" in err
 
 
+def test_missing_key_names_the_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, _, err = run_cli(capsys, "run", "--model", "openai:gpt-4.1-mini", "hello")
+    assert code == 1
+    assert "OPENAI_API_KEY" in err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
