@@ -29,6 +29,7 @@ from steadyloop.events import (
     LimitReached,
     MessageAdded,
     ModelRequestStarted,
+    ModelRetry,
     RunFinished,
     RunStarted,
     TextDelta,
@@ -661,3 +662,14 @@ async def test_leaving_the_stream_early_cancels_the_run() -> None:
             break
     await stream.aclose()  # type: ignore[attr-defined]
     assert cancelled.is_set()
+
+
+async def test_a_retried_model_call_is_announced_so_partial_text_can_be_dropped() -> None:
+    model = ScriptedModel([ModelError("overloaded", retryable=True, retry_after=0.0), "fine"])
+    agent = Agent(model, backoff=Backoff.none())
+    events = [e async for e in agent.stream("go")]
+    retries = [e for e in events if isinstance(e, ModelRetry)]
+    assert retries == [ModelRetry(turn=1, attempt=2, error="overloaded", wait=0.0)]
+    assert events.index(retries[0]) < next(
+        i for i, e in enumerate(events) if isinstance(e, TextDelta)
+    )

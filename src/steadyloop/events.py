@@ -18,6 +18,7 @@ __all__ = [
     "LimitReached",
     "MessageAdded",
     "ModelRequestStarted",
+    "ModelRetry",
     "RunFinished",
     "RunStarted",
     "TextDelta",
@@ -45,6 +46,17 @@ class ModelRequestStarted:
     context_tokens: int
     max_context_tokens: int
     view_length: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRetry:
+    """A model call failed with a retryable `error` and is made again (`attempt`, from 2) after
+    `wait` seconds; text streamed by the failed attempt is void."""
+
+    turn: int
+    attempt: int
+    error: str
+    wait: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +139,7 @@ class RunFinished:
 Event: TypeAlias = (
     RunStarted
     | ModelRequestStarted
+    | ModelRetry
     | TextDelta
     | ToolCallDelta
     | MessageAdded

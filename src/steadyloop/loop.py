@@ -25,6 +25,7 @@ from steadyloop.events import (
     LimitReached,
     MessageAdded,
     ModelRequestStarted,
+    ModelRetry,
     RunFinished,
     RunStarted,
     ToolCallFinished,
@@ -172,12 +173,18 @@ class Run:
             if not exc.retryable or self.agent.model_retries == 0:
                 raise
             wait = exc.retry_after if exc.retry_after is not None else self.agent.backoff.initial
+            failure = exc
         await asyncio.sleep(wait)
         async for attempt in retry_context(
             _retry_hook, self.agent.model_retries, self.agent.backoff
         ):
             with attempt:
-                return await self._request(request)
+                self._emit(ModelRetry(self.turns, attempt.num + 1, str(failure), wait))
+                try:
+                    return await self._request(request)
+                except ModelError as exc:
+                    failure, wait = exc, attempt.next_wait
+                    raise
         raise AssertionError("unreachable: retry_context yields at least one attempt")
 
     async def _request(self, request: ModelRequest) -> AssistantMessage:

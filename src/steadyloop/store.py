@@ -27,6 +27,7 @@ from steadyloop.events import (
     LimitReached,
     MessageAdded,
     ModelRequestStarted,
+    ModelRetry,
     RunFinished,
     RunStarted,
     TextDelta,
@@ -386,6 +387,13 @@ def _row(event: Event) -> tuple[str, Mapping[str, Any]]:
             "context_tokens": event.context_tokens,
             "max_context_tokens": event.max_context_tokens,
             "view_length": event.view_length,
+        }
+    if isinstance(event, ModelRetry):
+        return "model_retry", {
+            "turn": event.turn,
+            "attempt": event.attempt,
+            "error": event.error,
+            "wait": event.wait,
         }
     if isinstance(event, Compacted):
         return "compacted", {

@@ -15,6 +15,7 @@ from steadyloop.events import (
     Event,
     LimitReached,
     ModelRequestStarted,
+    ModelRetry,
     RunStarted,
     ToolCallFinished,
     ToolCallStarted,
@@ -81,6 +82,8 @@ def _plain_line(event: Event) -> str | None:
         mark = "✗" if event.is_error else "✓"
         note = " (truncated)" if event.truncated else ""
         return f"  {mark} {event.call.name} {event.duration:.2f}s{note}"
+    if isinstance(event, ModelRetry):
+        return f"model call failed ({event.error}); attempt {event.attempt} in {event.wait:.1f}s"
     if isinstance(event, Compacted):
         return (
             f"compacted: {event.summary.replaced} messages summarised, "

@@ -57,6 +57,8 @@ def _transcript_lines(store: RunStore, info: RunInfo, *, full: bool) -> Iterator
                 f"\n── turn {data['turn']} · context {data['context_tokens']:,}/"
                 f"{data['max_context_tokens']:,} tokens ──"
             )
+        elif event.kind == "model_retry":
+            yield f"  ↻ model call failed ({data['error']}); attempt {data['attempt']}"
         elif event.kind == "limit":
             yield f"\n■ stopped: {data['message']}"
         elif event.kind == "message":
