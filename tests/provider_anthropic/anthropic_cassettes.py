@@ -7,6 +7,7 @@ recording. Each becomes a list of `Interaction`s with the request body and the r
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from collections.abc import Mapping, Sequence
@@ -53,15 +54,16 @@ class Interaction:
         return isinstance(self.body, str) and "event: message_start" in self.body
 
 
-def load(relative: str) -> list[Interaction]:
+@functools.cache
+def load(relative: str) -> tuple[Interaction, ...]:
     """The interactions of one recording, whatever its format."""
     path = CASSETTES / relative
     if path.suffix == ".json":
         data = json.loads(path.read_text())
         raw = data.get("interactions", [data])
-        return [_from_json(item) for item in raw]
+        return tuple(_from_json(item) for item in raw)
     data = yaml.safe_load(path.read_text())
-    return [_from_vcr(item) for item in data["interactions"]]
+    return tuple(_from_vcr(item) for item in data["interactions"])
 
 
 def _from_json(item: Mapping[str, Any]) -> Interaction:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,7 +38,8 @@ THINKING_TEXT = (
 class Reply:
     """One scripted answer: a `message` (JSON or SSE, as asked), an error, or raw SSE `events`.
 
-    `broken` ends the stream without its last chunk (the connection drops mid-reply).
+    `broken` ends the stream without its last chunk (the connection drops mid-reply);
+    `delay` seconds pass before the answer starts.
     """
 
     message: JSON | None = None
@@ -46,6 +48,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     events: list[JSON] | None = None
     broken: bool = False
+    delay: float = 0.0
 
 
 def text(value: str) -> JSON:
@@ -283,6 +286,15 @@ def _check_thinking(body: Mapping[str, Any]) -> str | None:
 # -- the server ---------------------------------------------------------------------------
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (a timeout test) is expected; anything else is reported."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeAnthropic:
     """The server: `url` for base_url, `requests` as received, `rejections` it answered 400."""
 
@@ -292,8 +304,7 @@ class FakeAnthropic:
         self.times: list[float] = []
         self.rejections: list[str] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -340,6 +351,7 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"type": "error", "error": {"type": "not_found_error"}}, {})
                 return
             reply = fake.answer(body)
+            time.sleep(reply.delay)
             if reply.status != 200 or reply.body is not None:
                 self._json(reply.status, reply.body or {}, reply.headers)
             elif body.get("stream"):

@@ -127,10 +127,7 @@ class AnthropicModel(Model):
             events = await self._client.messages.create(**self._params(request, names), stream=True)
             try:
                 async for event in events:
-                    data = _as_dict(event)
-                    if data.get("type") == "error":
-                        raise error_from_response(200, data, model=self.name)
-                    for part in assembler.feed(data):
+                    for part in assembler.feed(_as_dict(event)):
                         yield part
             finally:
                 await events.close()
