@@ -361,3 +361,35 @@ async def test_environment_names_the_server_and_key(monkeypatch: pytest.MonkeyPa
     assert result.output == "from env"
     assert fake.requests[0]["model"] == "claude-env"
     assert "tools" not in fake.requests[0]
+
+
+async def test_large_max_tokens_streams_even_for_plain_requests() -> None:
+    """The SDK refuses plain requests that may run over 10 minutes; the reply is streamed."""
+    with FakeAnthropic([message(text("long answer"))]) as fake:
+        async with agent_for(fake, model_options={"max_tokens": 64_000}) as agent:
+            result = await agent.run("write a lot")
+    assert result.output == "long answer"
+    assert fake.requests[0]["stream"] is True
+    assert fake.requests[0]["max_tokens"] == 64_000
+
+
+async def test_tool_choice_setting_is_left_out_of_the_summary_request() -> None:
+    """F11/F39: settings apply to tool requests; a compaction summary has no tools."""
+    choice = {"type": "auto", "disable_parallel_tool_use": True}
+    history: list[Message] = [UserMessage(f"question {i}") for i in range(4)]
+    compaction = Compaction(keep_recent=1)
+    replies = [
+        error(400, "invalid_request_error", TOO_LONG),
+        message(text("summary")),
+        message(text("ok")),
+    ]
+    with FakeAnthropic(replies) as fake:
+        async with agent_for(
+            fake, compaction=compaction, model_options={"settings": {"tool_choice": choice}}
+        ) as agent:
+            result = await agent.run("and?", history=history)
+    assert result.output == "ok"
+    first, summary, retried = fake.requests
+    assert first["tool_choice"] == choice == retried["tool_choice"]
+    assert "tools" not in summary
+    assert "tool_choice" not in summary

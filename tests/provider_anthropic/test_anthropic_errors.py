@@ -228,3 +228,14 @@ async def test_a_given_client_is_used_and_left_open() -> None:
         assert not client.is_closed()
         await client.close()
     assert reply.text == "via client"
+
+
+def test_settings_cannot_set_what_the_agent_sets() -> None:
+    with pytest.raises(ConfigError, match="messages, system"):
+        AnthropicModel("m", api_key="k", settings={"system": "x", "messages": []})
+
+
+def test_client_and_connection_options_are_exclusive() -> None:
+    client = anthropic.AsyncAnthropic(api_key="k")
+    with pytest.raises(ConfigError, match="client="):
+        AnthropicModel("m", client=client, base_url="http://127.0.0.1:1")

@@ -23,13 +23,16 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steadyloop.errors import ConfigError, ContextWindowExceeded, ModelError, SteadyloopError
 from steadyloop.messages import AssistantMessage
 from steadyloop.models.anthropic_wire import PROVIDER, StreamAssembler, build_request, parse_message
 from steadyloop.models.base import Model, ModelRequest, StreamPart
 from steadyloop.models.wire import ToolNames
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
 
 __all__ = ["AnthropicModel", "error_from_response", "from_spec"]
 
@@ -45,6 +48,10 @@ _CONTEXT_LIMITS = (
     re.compile(r"prompt is too long: \d+ tokens > (\d+) maximum"),
     re.compile(r"input length and `max_tokens` exceed context limit: \d+ \+ \d+ > (\d+)"),
 )
+_RESERVED = frozenset({"model", "max_tokens", "messages", "system", "tools", "stream"})
+# The SDK refuses a plain (not streamed) request whose max_tokens could take over 10 minutes:
+# above 21,333 tokens, or 8,192 for some models. Larger replies are streamed.
+NONSTREAMING_MAX_TOKENS = 8_192
 _CONTEXT_WORDS = re.compile(r"prompt is too long|exceed context limit|context window", re.I)
 
 
@@ -60,15 +67,17 @@ class AnthropicModel(Model):
         model: the model id, e.g. "claude-sonnet-4-5".
         base_url: the API root (default: `ANTHROPIC_BASE_URL`, else Anthropic's).
         api_key: the key (default: `ANTHROPIC_API_KEY`); checked here, not at the first call.
-        client: an `anthropic.AsyncAnthropic` to use instead (base_url, api_key, max_retries
-            and timeout are then its own); it is not closed by `aclose`.
-        max_tokens: the output limit of each reply.
+        client: an `anthropic.AsyncAnthropic` to use instead of one made from base_url,
+            api_key, max_retries and timeout; `aclose` leaves it open.
+        max_tokens: the output limit of each reply. Above what the SDK allows without
+            streaming, `request` streams and returns the whole reply.
         max_retries: the SDK's own retries of 429/5xx/connection errors, before the loop's.
         timeout: seconds per request (default: the SDK's).
-        settings: extra request fields sent as they are, e.g. `{"temperature": 0}` or
-            `{"thinking": {"type": "enabled", "budget_tokens": 2048}}`. With thinking on,
-            thinking blocks are replayed before each reply's tool calls, as the API requires;
-            with it off they are left out.
+        settings: extra request fields sent as they are, e.g. `{"temperature": 0}`,
+            `{"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}` (left out of
+            requests without tools) or `{"thinking": {"type": "enabled", "budget_tokens": 2048}}`.
+            With thinking on, each reply's thinking blocks are replayed before its tool calls,
+            as the API requires; with it off they are left out.
     """
 
     def __init__(
@@ -77,7 +86,7 @@ class AnthropicModel(Model):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        client: Any = None,
+        client: AsyncAnthropic | None = None,
         max_tokens: int = 4096,
         max_retries: int = 2,
         timeout: float | None = None,
@@ -89,6 +98,14 @@ class AnthropicModel(Model):
             )
         if max_tokens < 1:
             raise ConfigError(f"max_tokens must be >= 1, got {max_tokens}")
+        reserved = sorted(_RESERVED.intersection(settings or {}))
+        if reserved:
+            raise ConfigError(
+                f"settings may not set {', '.join(reserved)}: the model and the agent set them "
+                "(use max_tokens=..., Agent(instructions=..., tools=...))"
+            )
+        if client is not None and (base_url, api_key, timeout) != (None, None, None):
+            raise ConfigError("pass either client=... or base_url/api_key/timeout, not both")
         try:
             import anthropic
         except ImportError as exc:
@@ -110,10 +127,14 @@ class AnthropicModel(Model):
         self._client = client
 
     async def request(self, request: ModelRequest) -> AssistantMessage:
+        if self.max_tokens > NONSTREAMING_MAX_TOKENS:
+            parts = [part async for part in self.stream(request)]
+            assert isinstance(parts[-1], AssistantMessage), "a stream ends with the reply"
+            return parts[-1]
         names = ToolNames(spec.name for spec in request.tools)
         with self._mapped_errors():
             reply = await self._client.messages.create(**self._params(request, names))
-        return parse_message(_as_dict(reply), names)
+        return parse_message(reply.model_dump(mode="json"), names)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         """Yields text and tool-call deltas as the SSE events arrive, then the whole reply.
@@ -127,7 +148,7 @@ class AnthropicModel(Model):
             events = await self._client.messages.create(**self._params(request, names), stream=True)
             try:
                 async for event in events:
-                    for part in assembler.feed(_as_dict(event)):
+                    for part in assembler.feed(event.model_dump(mode="json")):
                         yield part
             finally:
                 await events.close()
@@ -146,12 +167,15 @@ class AnthropicModel(Model):
     def _params(self, request: ModelRequest, names: ToolNames) -> dict[str, Any]:
         thinking = self.settings.get("thinking")
         replay = isinstance(thinking, Mapping) and thinking.get("type") != "disabled"
-        return {
+        params = {
             **self.settings,
             "model": self.model,
             "max_tokens": self.max_tokens,
             **build_request(request, names, replay_reasoning=replay),
         }
+        if "tools" not in params:  # tool_choice without tools is a 400 (a summary request)
+            params.pop("tool_choice", None)
+        return params
 
     @contextmanager
     def _mapped_errors(self) -> Iterator[None]:
@@ -258,11 +282,3 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
         if isinstance(error, type) and issubclass(error, BaseException):
             found.append(error)
     return tuple(found)
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    """An SDK model (or a dict) as plain JSON data."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    data: dict[str, Any] = value.model_dump(mode="json")
-    return data
