@@ -134,7 +134,8 @@ class AnthropicModel(Model):
         names = ToolNames(spec.name for spec in request.tools)
         with self._mapped_errors():
             reply = await self._client.messages.create(**self._params(request, names))
-        return parse_message(reply.model_dump(mode="json"), names)
+        # warnings off: an SDK older than a block type (thinking) keeps it loosely, but whole
+        return parse_message(reply.model_dump(mode="json", warnings=False), names)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         """Yields text and tool-call deltas as the SSE events arrive, then the whole reply.
@@ -148,7 +149,7 @@ class AnthropicModel(Model):
             events = await self._client.messages.create(**self._params(request, names), stream=True)
             try:
                 async for event in events:
-                    for part in assembler.feed(event.model_dump(mode="json")):
+                    for part in assembler.feed(event.model_dump(mode="json", warnings=False)):
                         yield part
             finally:
                 await events.close()
@@ -168,13 +169,15 @@ class AnthropicModel(Model):
         thinking = self.settings.get("thinking")
         replay = isinstance(thinking, Mapping) and thinking.get("type") != "disabled"
         params = {
-            **self.settings,
             "model": self.model,
             "max_tokens": self.max_tokens,
             **build_request(request, names, replay_reasoning=replay),
         }
-        if "tools" not in params:  # tool_choice without tools is a 400 (a summary request)
-            params.pop("tool_choice", None)
+        # Sent as raw JSON, so fields newer than the installed SDK work too; tool_choice
+        # without tools is a 400 (a compaction summary has no tools).
+        extra = {k: v for k, v in self.settings.items() if k != "tool_choice" or "tools" in params}
+        if extra:
+            params["extra_body"] = extra
         return params
 
     @contextmanager
