@@ -214,6 +214,7 @@ async def test_prompt_too_long_with_compaction_compacts_once_and_succeeds() -> N
 
 
 async def test_context_window_full_stop_reason_is_a_context_error() -> None:
+    """F34: `stop_reason: model_context_window_exceeded` on a 200 stops like a context error."""
     full = message(text("partial"), stop_reason="model_context_window_exceeded")
     with FakeAnthropic([full]) as fake:
         async with agent_for(fake) as agent:
