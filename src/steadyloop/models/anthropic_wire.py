@@ -44,6 +44,7 @@ __all__ = [
     "build_request",
     "parse_message",
     "parse_usage",
+    "to_wire_messages",
 ]
 
 PROVIDER = "anthropic"
