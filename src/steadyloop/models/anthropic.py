@@ -1,0 +1,287 @@
+"""`anthropic:MODEL`: Claude through the official `anthropic` SDK (Messages API).
+
+The SDK is imported when a model is made, so `import steadyloop` stays fast and a missing SDK
+is reported only to those who use this provider. Message mapping lives in `anthropic_wire`;
+this module holds the client, streaming, and the one place vendor errors become ours:
+
+- 429, 5xx, 529 overloaded, connection errors, timeouts, an `error` event inside a 200 stream
+  (F36) and a stream that ends without `message_stop` (F37): `ModelError(retryable=True)`
+  with `retry_after` from the response headers (the SDK has already retried `max_retries` times);
+- 401/403: `ConfigError` naming the key; 404: `ConfigError` naming the model;
+- "prompt is too long", "input length and `max_tokens` exceed context limit", 413
+  `request_too_large` and `stop_reason: model_context_window_exceeded`:
+  `ContextWindowExceeded`, with `.limit` when the message states it (F34);
+- any other 4xx: `ModelError(retryable=False)`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import re
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from steadyloop.errors import ConfigError, ContextWindowExceeded, ModelError, SteadyloopError
+from steadyloop.messages import AssistantMessage
+from steadyloop.models.anthropic_wire import PROVIDER, StreamAssembler, build_request, parse_message
+from steadyloop.models.base import Model, ModelRequest, StreamPart
+from steadyloop.models.wire import ToolNames
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+__all__ = ["AnthropicModel", "error_from_response", "from_spec"]
+
+MISSING_SDK_TEXT = (
+    "the anthropic provider needs the anthropic SDK: pip install 'steadyloop[anthropic]'"
+)
+MISSING_KEY_TEXT = (
+    "ANTHROPIC_API_KEY is not set: export it, or pass api_key=... to AnthropicModel, "
+    "or use --model test to run offline"
+)
+_RETRYABLE_KINDS = {"overloaded_error", "rate_limit_error", "api_error", "timeout_error"}
+_CONTEXT_LIMITS = (
+    re.compile(r"prompt is too long: \d+ tokens > (\d+) maximum"),
+    re.compile(r"input length and `max_tokens` exceed context limit: \d+ \+ \d+ > (\d+)"),
+)
+_RESERVED = frozenset({"model", "max_tokens", "messages", "system", "tools", "stream"})
+# The SDK refuses a plain (not streamed) request whose max_tokens could take over 10 minutes:
+# above 21,333 tokens, or 8,192 for some models. Larger replies are streamed.
+NONSTREAMING_MAX_TOKENS = 8_192
+_CONTEXT_WORDS = re.compile(r"prompt is too long|exceed context limit|context window", re.I)
+
+
+def from_spec(name: str) -> AnthropicModel:
+    """The model for the spec `anthropic:NAME`."""
+    return AnthropicModel(name)
+
+
+class AnthropicModel(Model):
+    """A Claude model over the Messages API, plain or streamed.
+
+    Args:
+        model: the model id, e.g. "claude-sonnet-4-5".
+        base_url: the API root (default: `ANTHROPIC_BASE_URL`, else Anthropic's).
+        api_key: the key (default: `ANTHROPIC_API_KEY`); checked here, not at the first call.
+        client: an `anthropic.AsyncAnthropic` to use instead of one made from base_url,
+            api_key, max_retries and timeout; `aclose` leaves it open.
+        max_tokens: the output limit of each reply. Above what the SDK allows without
+            streaming, `request` streams and returns the whole reply.
+        max_retries: the SDK's own retries of 429/5xx/connection errors, before the loop's.
+        timeout: seconds per request (default: the SDK's).
+        settings: extra request fields sent as they are, e.g. `{"temperature": 0}`,
+            `{"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}` (left out of
+            requests without tools) or `{"thinking": {"type": "enabled", "budget_tokens": 2048}}`.
+            With thinking on, each reply's thinking blocks are replayed before its tool calls,
+            as the API requires; with it off they are left out.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: AsyncAnthropic | None = None,
+        max_tokens: int = 4096,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not model.strip():
+            raise ConfigError(
+                "no Anthropic model named: use anthropic:MODEL, e.g. anthropic:claude-sonnet-4-5"
+            )
+        if max_tokens < 1:
+            raise ConfigError(f"max_tokens must be >= 1, got {max_tokens}")
+        reserved = sorted(_RESERVED.intersection(settings or {}))
+        if reserved:
+            raise ConfigError(
+                f"settings may not set {', '.join(reserved)}: the model and the agent set them "
+                "(use max_tokens=..., Agent(instructions=..., tools=...))"
+            )
+        if client is not None and (base_url, api_key, timeout) != (None, None, None):
+            raise ConfigError("pass either client=... or base_url/api_key/timeout, not both")
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise ConfigError(MISSING_SDK_TEXT) from exc
+        self.model = model
+        self.name = f"{PROVIDER}:{model}"
+        self.max_tokens = max_tokens
+        self.settings = dict(settings or {})
+        self._sdk = anthropic
+        self._owns_client = client is None
+        if client is None:
+            key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+            if not key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+                raise ConfigError(MISSING_KEY_TEXT)
+            options: dict[str, Any] = {"max_retries": max_retries}
+            if timeout is not None:
+                options["timeout"] = timeout
+            client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, **options)
+        self._client = client
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        if self.max_tokens > NONSTREAMING_MAX_TOKENS:
+            parts = [part async for part in self.stream(request)]
+            assert isinstance(parts[-1], AssistantMessage), "a stream ends with the reply"
+            return parts[-1]
+        names = ToolNames(spec.name for spec in request.tools)
+        with self._mapped_errors():
+            reply = await self._client.messages.create(**self._params(request, names))
+        # warnings off: an SDK older than a block type (thinking) keeps it loosely, but whole
+        return parse_message(reply.model_dump(mode="json", warnings=False), names)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        """Yields text and tool-call deltas as the SSE events arrive, then the whole reply.
+
+        An error event or a broken stream raises a retryable `ModelError`; the text streamed
+        so far is never returned as a reply (F36, F37).
+        """
+        names = ToolNames(spec.name for spec in request.tools)
+        assembler = StreamAssembler(names)
+        with self._mapped_errors():
+            events = await self._client.messages.create(**self._params(request, names), stream=True)
+            try:
+                async for event in events:
+                    for part in assembler.feed(event.model_dump(mode="json", warnings=False)):
+                        yield part
+            finally:
+                await events.close()
+        if not assembler.finished:
+            raise ModelError(
+                f"{self.name}: the stream ended before message_stop; the reply is incomplete",
+                retryable=True,
+                provider=PROVIDER,
+            )
+        yield assembler.result()
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.close()
+
+    def _params(self, request: ModelRequest, names: ToolNames) -> dict[str, Any]:
+        thinking = self.settings.get("thinking")
+        replay = isinstance(thinking, Mapping) and thinking.get("type") != "disabled"
+        params = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            **build_request(request, names, replay_reasoning=replay),
+        }
+        # Sent as raw JSON, so fields newer than the installed SDK work too; tool_choice
+        # without tools is a 400 (a compaction summary has no tools).
+        extra = {k: v for k, v in self.settings.items() if k != "tool_choice" or "tools" in params}
+        if extra:
+            params["extra_body"] = extra
+        return params
+
+    @contextmanager
+    def _mapped_errors(self) -> Iterator[None]:
+        """Turns the SDK's exceptions (and the transport's, mid-stream) into steadyloop's."""
+        sdk = self._sdk
+        try:
+            yield
+        except sdk.APIStatusError as exc:
+            headers = exc.response.headers
+            raise error_from_response(exc.status_code, exc.body, headers, model=self.name) from exc
+        except sdk.APIConnectionError as exc:
+            raise ModelError(
+                f"{self.name}: could not reach the Anthropic API: {exc}",
+                retryable=True,
+                provider=PROVIDER,
+            ) from exc
+        except _transport_errors() as exc:
+            raise ModelError(
+                f"{self.name}: the connection broke during the reply: {exc}",
+                retryable=True,
+                provider=PROVIDER,
+            ) from exc
+
+
+def error_from_response(
+    status: int,
+    body: object,
+    headers: Mapping[str, str] | None = None,
+    *,
+    model: str = PROVIDER,
+) -> SteadyloopError:
+    """The error for an Anthropic error response (`status` 200: an error event in a stream)."""
+    kind, message = _error_fields(body)
+    detail = f"HTTP {status} {kind or 'error'}: {message}"
+    limit = _context_limit(message)
+    if status == 413 or kind == "request_too_large" or _CONTEXT_WORDS.search(message):
+        return ContextWindowExceeded(
+            f"{model}: the request is too long for the model's context window ({detail})",
+            status=status,
+            provider=PROVIDER,
+            limit=limit,
+        )
+    if status in (401, 403) or kind in ("authentication_error", "permission_error"):
+        return ConfigError(
+            f"{model}: Anthropic rejected the credentials ({detail}); check ANTHROPIC_API_KEY "
+            "or api_key=..., or use --model test to run offline"
+        )
+    if status == 404 or kind == "not_found_error":
+        return ConfigError(
+            f"{model}: not found ({detail}); check the model name in anthropic:MODEL "
+            "and ANTHROPIC_BASE_URL"
+        )
+    retryable = status in (408, 409, 429) or status >= 500 or kind in _RETRYABLE_KINDS
+    return ModelError(
+        f"{model}: the Anthropic API failed ({detail})",
+        retryable=retryable,
+        status=status,
+        provider=PROVIDER,
+        retry_after=_retry_after(headers) if retryable else None,
+    )
+
+
+def _error_fields(body: object) -> tuple[str | None, str]:
+    """`error.type` and `error.message` of an error body (a dict, or text that is not JSON)."""
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        if isinstance(error, Mapping):
+            kind = error.get("type")
+            return (kind if isinstance(kind, str) else None), str(error.get("message") or "")
+    return None, "" if body is None else str(body)
+
+
+def _context_limit(message: str) -> int | None:
+    for pattern in _CONTEXT_LIMITS:
+        match = pattern.search(message)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait, from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lower = {key.lower(): value for key, value in headers.items()}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return max(0.0, float(lower[name]) * scale)
+        except (KeyError, ValueError):
+            continue
+    try:
+        when = email.utils.parsedate_to_datetime(lower["retry-after"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP library's transport errors (a dropped stream raises these unwrapped)."""
+    found: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        module = sys.modules.get(name)
+        error = getattr(module, "TransportError", None)
+        if isinstance(error, type) and issubclass(error, BaseException):
+            found.append(error)
+    return tuple(found)
