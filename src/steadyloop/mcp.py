@@ -149,7 +149,7 @@ class MCPServer(Toolset):
         """The command line or URL, for messages."""
         return self.transport.label()
 
-    async def tools(self) -> Sequence[Tool]:
+    async def tools(self) -> Sequence[MCPTool]:
         """Starts the server if it is not running in this event loop, and lists its tools."""
         async with self._start_lock():
             session = self._session

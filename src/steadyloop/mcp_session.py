@@ -230,9 +230,13 @@ def _start_failure(transport: Transport, task: asyncio.Task[None], timeout: floa
         return f"command not found: {transport.command!r}; install it or give its full path"
     if isinstance(exc, PermissionError) and isinstance(transport, Stdio):
         return f"cannot execute {transport.command!r}: {exc.strerror}"
-    code = getattr(exc, "code", None)
-    if code == _CONNECTION_CLOSED:
+    if getattr(exc, "code", None) == _CONNECTION_CLOSED:
         return "it closed the connection before answering `initialize` (did it exit?)"
+    if isinstance(transport, Http):
+        return (
+            f"cannot use {transport.url}: {type(exc).__name__}: {exc}; check the URL and that "
+            "the server is running"
+        )
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -71,7 +71,11 @@ def no_leftover_processes() -> Iterator[None]:
 def everything_http_url(npm_servers: None) -> Iterator[str]:
     """server-everything over streamable HTTP; reached only through 127.0.0.1."""
     port = free_port()
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", ""), "PORT": str(port)}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", ""),
+        "PORT": str(port),
+    }
     process = subprocess.Popen(
         ["node", str(package_main(EVERYTHING)), "streamableHttp"],
         env=env,

@@ -10,9 +10,10 @@ from pathlib import Path
 HERE = Path(__file__).parent
 TINY_SERVER = HERE / "tiny_server.py"
 LONG_NAME = "x" * 70  # as in tiny_server.py
-NPM_CACHE = Path(
-    os.environ.get("STEADYLOOP_TEST_CACHE", Path.home() / ".cache" / "steadyloop-tests")
-) / "npm"
+NPM_CACHE = (
+    Path(os.environ.get("STEADYLOOP_TEST_CACHE", Path.home() / ".cache" / "steadyloop-tests"))
+    / "npm"
+)
 # Pinned: the versions FAILURES.md Part 2b was verified with.
 NPM_PACKAGES = {
     "@modelcontextprotocol/server-everything": "2026.8.31",

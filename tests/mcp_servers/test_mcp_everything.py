@@ -10,6 +10,7 @@ import pytest
 from steadyloop import Agent, AssistantMessage, Message, ToolCall, ToolResult
 from steadyloop.events import RunFinished, ToolCallFinished, ToolCallStarted
 from steadyloop.mcp import MCPServer
+from steadyloop.mcp_results import render_result
 from steadyloop.testing import FunctionModel, ScriptedModel
 from steadyloop.tools import ToolSpec
 
@@ -27,9 +28,9 @@ def calls(*items: tuple[str, str]) -> AssistantMessage:
     )
 
 
-async def run_calls(server: MCPServer, *items: tuple[str, str], **agent_options: float) -> dict[
-    str, ToolResult
-]:
+async def run_calls(
+    server: MCPServer, *items: tuple[str, str], **agent_options: float
+) -> dict[str, ToolResult]:
     """One agent run whose model makes `items` calls at once, then stops; results by call id."""
     model = ScriptedModel([calls(*items), "done"])
     async with Agent(model, tools=[server], **agent_options) as agent:  # type: ignore[arg-type]
@@ -87,9 +88,9 @@ async def test_a_tool_the_server_does_not_have_is_an_error_result(everything: MC
     assert "get-sum" in results["c0"].content
     assert not results["c1"].is_error
     await everything.tools()
-    direct = everything.call("no-such-tool", {})
-    output = (await direct).is_error
-    assert output
+    direct = render_result(await everything.call("no-such-tool", {}))
+    assert direct.is_error
+    assert "Tool no-such-tool not found" in direct.text
 
 
 async def test_a_call_longer_than_the_server_timeout_is_ended(npm_servers: None) -> None:
@@ -139,16 +140,21 @@ async def test_tiny_image_comes_back_as_text_and_an_image(everything: MCPServer)
     assert 0 < image_line < len(lines) - 1  # text before and after it, in the server's order
 
 
-async def test_resource_links_and_structured_content_are_kept(everything: MCPServer) -> None:
+async def test_resource_links_embedded_resources_and_structured_content_are_kept(
+    everything: MCPServer,
+) -> None:
     results = await run_calls(
         everything,
         ("get-resource-links", '{"count": 2}'),
         ("get-structured-content", '{"location": "Chicago"}'),
+        ("get-resource-reference", '{"resourceType": "Text", "resourceId": 1}'),
     )
     links = results["c0"].content.splitlines()
     assert len([line for line in links if line.startswith("[resource link: ")]) == 2
     assert "demo://resource/dynamic/" in results["c0"].content
     assert '"temperature"' in results["c1"].content
+    embedded = results["c2"].content.splitlines()
+    assert any(line.startswith("[resource <demo://resource/") for line in embedded)
 
 
 async def test_async_with_starts_and_stops_the_server(everything: MCPServer) -> None:

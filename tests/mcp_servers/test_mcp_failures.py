@@ -62,7 +62,7 @@ async def test_garbage_on_stdout_fails_within_the_start_timeout() -> None:
     await server.aclose()
 
 
-async def test_a_server_dying_mid_call_answers_its_calls_with_errors_and_others_still_work() -> None:
+async def test_a_server_dying_mid_call_answers_with_errors_and_other_tools_still_work() -> None:
     server = MCPServer.stdio(*tiny("serve"))
     model = ScriptedModel(
         [
@@ -116,7 +116,7 @@ async def test_a_json_rpc_error_is_an_error_result() -> None:
 async def test_names_providers_reject_are_mapped_and_calls_reach_the_right_tool() -> None:
     server = MCPServer.stdio(*tiny("serve"))
     async with server:
-        names = {t.remote_name: t.name for t in await server.tools()}  # type: ignore[attr-defined]
+        names = {t.remote_name: t.name for t in await server.tools()}
     assert names["calendar_respond"] == "calendar_respond"
     assert names["calendar.respond"].startswith("calendar_respond_")
     assert names["get weather"] == "get_weather"
@@ -135,7 +135,7 @@ async def test_names_providers_reject_are_mapped_and_calls_reach_the_right_tool(
     assert spaced.content == "get weather: {}"
     # The same listing maps to the same names on the next start.
     async with server:
-        again = {t.remote_name: t.name for t in await server.tools()}  # type: ignore[attr-defined]
+        again = {t.remote_name: t.name for t in await server.tools()}
     assert again == names
 
 
@@ -157,7 +157,7 @@ async def test_two_servers_with_clashing_names_and_no_prefix_is_a_config_error()
 
 
 async def test_a_failed_run_leaves_no_server_behind_after_aclose() -> None:
-    server = MCPServer.stdio(*tiny("serve"))
+    server = MCPServer.stdio(*tiny("stubborn"))
     from steadyloop import ModelError
 
     model = ScriptedModel([calls(("ok", "{}")), ModelError("provider down")])
@@ -168,7 +168,7 @@ async def test_a_failed_run_leaves_no_server_behind_after_aclose() -> None:
 
 
 def test_run_sync_twice_restarts_the_server_in_each_event_loop() -> None:
-    server = MCPServer.stdio(*tiny("serve"))
+    server = MCPServer.stdio(*tiny("stubborn"))
     agent = Agent(
         ScriptedModel(
             [calls(("ok", '{"run": 1}')), "first", calls(("ok", '{"run": 2}')), "second"]

@@ -3,7 +3,9 @@
 Started by the tests as a real child process. `python tiny_server.py MODE`:
 - `serve`: answers initialize, tools/list and tools/call (tools below);
 - `exit`: exits at once with status 3 after a line on stderr;
-- `garbage`: prints non-JSON on stdout and never answers.
+- `garbage`: prints non-JSON on stdout and never answers;
+- `stubborn`: like `serve`, but keeps running for a minute after its stdin closes, so only
+  the client's terminate/kill stops it.
 
 Tools: `ok` (echoes its arguments), `die` (the process exits mid-call), `hang` (never answers),
 `protocol-error` (a JSON-RPC error instead of a result), and oddly named ones that providers
@@ -14,13 +16,18 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 LONG_NAME = "x" * 70
 TOOLS = [
     {"name": "ok", "description": "Echoes its arguments.", "inputSchema": {"type": "object"}},
     {"name": "die", "description": "Exits mid-call.", "inputSchema": {"type": "object"}},
     {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
-    {"name": "protocol-error", "description": "A JSON-RPC error.", "inputSchema": {"type": "object"}},
+    {
+        "name": "protocol-error",
+        "description": "A JSON-RPC error.",
+        "inputSchema": {"type": "object"},
+    },
     {"name": "calendar.respond", "inputSchema": {"type": "object"}},
     {"name": "calendar_respond", "inputSchema": {"type": "object"}},
     {"name": "get weather", "inputSchema": {"type": "object"}},
@@ -28,12 +35,12 @@ TOOLS = [
 ]
 
 
-def send(message: dict) -> None:
+def send(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
 
-def answer(request: dict) -> None:
+def answer(request: dict[str, Any]) -> None:
     method, ident = request.get("method"), request.get("id")
     params = request.get("params") or {}
     if ident is None:
@@ -81,6 +88,8 @@ def main() -> None:
     for line in sys.stdin:
         if line.strip():
             answer(json.loads(line))
+    if mode == "stubborn":
+        time.sleep(60)
 
 
 if __name__ == "__main__":
