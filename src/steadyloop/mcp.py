@@ -18,6 +18,7 @@ when the run fails or is cancelled (Ctrl-C).
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import shlex
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,8 @@ class MCPServer(Toolset):
             raise ConfigError(f"MCP server timeout must be > 0 seconds, got {timeout}")
         if start_timeout <= 0:
             raise ConfigError(f"MCP server start_timeout must be > 0 seconds, got {start_timeout}")
+        if importlib.util.find_spec("mcp") is None:
+            raise ConfigError("MCP servers need the mcp SDK: pip install 'steadyloop[mcp]'")
         self.transport = transport
         self.timeout = timeout
         self.start_timeout = start_timeout
@@ -159,9 +162,13 @@ class MCPServer(Toolset):
                 self._session = None
                 await session.close()
             session = await Session.start(self.transport, self.start_timeout)
-            self._session = session
-            self._tools = self._make_tools(session.listing)
-            return self._tools
+            try:
+                tools = self._make_tools(session.listing)
+            except BaseException:
+                await session.close()
+                raise
+            self._session, self._tools = session, tools
+            return tools
 
     def _start_lock(self) -> asyncio.Lock:
         """One start at a time per event loop (two runs of one agent may start together)."""
@@ -191,6 +198,13 @@ class MCPServer(Toolset):
         await self.aclose()
 
     def _make_tools(self, listing: Sequence[mcp.types.Tool]) -> tuple[MCPTool, ...]:
+        missing = sorted((self.include or set()) - {t.name for t in listing})
+        if missing:
+            available = ", ".join(sorted(t.name for t in listing)) or "(none)"
+            raise ConfigError(
+                f"MCP server {self.label} has no tool named {', '.join(map(repr, missing))} "
+                f"(in include=); its tools are: {available}"
+            )
         offered = [
             t
             for t in listing

@@ -207,13 +207,12 @@ async def _end(task: asyncio.Task[None], stop: asyncio.Event, *, started: bool) 
     if not started:
         task.cancel()
     try:
-        await asyncio.shield(task)
+        await asyncio.wait((task,))
     except asyncio.CancelledError:
-        if not task.done():
-            # We were cancelled ourselves: let the shutdown finish, then go on cancelling.
-            await asyncio.wait((task,))
-            raise
-    except Exception as exc:
+        # We were cancelled ourselves (Ctrl-C): let the bounded shutdown finish, then go on.
+        await asyncio.wait((task,))
+        raise
+    if not task.cancelled() and (exc := task.exception()) is not None:
         logger.debug("MCP session ended with %r", exc)
 
 

@@ -26,15 +26,3 @@ def test_the_example_answers_with_every_offered_tool(npm_servers: None) -> None:
     assert "- echo [ok]: Echo: example" in lines
     assert "- get-sum [ok]: The sum of 1 and 1 is 2." in lines
     assert any(line.startswith("[image 1: image/png") for line in lines)
-
-
-def test_the_example_reports_a_server_that_cannot_start() -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--model", "test", "--server", "/nonexistent/server"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 2
-    assert "command not found: '/nonexistent/server'" in done.stderr

@@ -36,10 +36,9 @@ def local_add(a: int, b: int) -> int:
     ("server", "expected"),
     [
         (MCPServer.stdio(*tiny("exit")), "refusing to start (exit mode)"),
-        (MCPServer.stdio(*tiny("garbage"), start_timeout=1.5), "printing garbage"),
         (MCPServer.stdio("/nonexistent/mcp-server", "--flag"), "command not found"),
     ],
-    ids=["exits-at-once", "garbage-on-stdout", "missing-binary"],
+    ids=["exits-at-once", "missing-binary"],
 )
 async def test_a_server_that_cannot_start_is_a_config_error_before_the_model_is_called(
     server: MCPServer, expected: str
@@ -57,9 +56,12 @@ async def test_a_server_that_cannot_start_is_a_config_error_before_the_model_is_
 
 async def test_garbage_on_stdout_fails_within_the_start_timeout() -> None:
     server = MCPServer.stdio(*tiny("garbage"), start_timeout=1)
-    with pytest.raises(ConfigError, match=r"no answer to `initialize` within 1s"):
-        await server.tools()
-    await server.aclose()
+    model = ScriptedModel(["never sent"])
+    async with Agent(model, tools=[server]) as agent:
+        with pytest.raises(ConfigError, match=r"no answer to `initialize` within 1s") as caught:
+            await agent.run("go")
+    assert "tiny: printing garbage" in str(caught.value)
+    assert model.requests == []
 
 
 async def test_a_server_dying_mid_call_answers_with_errors_and_other_tools_still_work() -> None:
@@ -168,7 +170,7 @@ async def test_a_failed_run_leaves_no_server_behind_after_aclose() -> None:
 
 
 def test_run_sync_twice_restarts_the_server_in_each_event_loop() -> None:
-    server = MCPServer.stdio(*tiny("stubborn"))
+    server = MCPServer.stdio(*tiny("serve"))
     agent = Agent(
         ScriptedModel(
             [calls(("ok", '{"run": 1}')), "first", calls(("ok", '{"run": 2}')), "second"]
@@ -182,3 +184,11 @@ def test_run_sync_twice_restarts_the_server_in_each_event_loop() -> None:
     import asyncio
 
     asyncio.run(agent.aclose())
+
+
+async def test_including_a_tool_the_server_lacks_is_a_config_error_naming_its_tools() -> None:
+    server = MCPServer.stdio(*tiny("serve"), include={"ok", "okay"})
+    async with Agent(ScriptedModel(["x"]), tools=[server]) as agent:
+        with pytest.raises(ConfigError, match="no tool named 'okay'") as caught:
+            await agent.run("go")
+    assert "calendar.respond, calendar_respond, die" in str(caught.value)
