@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import shlex
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -100,7 +101,7 @@ class MCPServer(Toolset):
         command: str,
         *args: str,
         env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         prefix: str | None = None,
@@ -112,7 +113,9 @@ class MCPServer(Toolset):
         `env` is added to a minimal environment (PATH, HOME, USER, ...), not to ours, so
         secrets in our environment do not leak to the server unless passed here.
         """
-        transport = Stdio(command, tuple(args), dict(env) if env else None, cwd)
+        transport = Stdio(
+            command, tuple(args), dict(env) if env else None, os.fspath(cwd) if cwd else None
+        )
         return cls(
             transport,
             timeout=timeout,
