@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from mcp_fixtures import LONG_NAME, tiny
 
 from steadyloop import Agent, AssistantMessage, ConfigError, Message, ToolCall, ToolResult, tool
 from steadyloop.mcp import MCPServer
+from steadyloop.mcp_results import render_result
 from steadyloop.testing import ScriptedModel
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
@@ -192,3 +195,19 @@ async def test_including_a_tool_the_server_lacks_is_a_config_error_naming_its_to
         with pytest.raises(ConfigError, match="no tool named 'okay'") as caught:
             await agent.run("go")
     assert "calendar.respond, calendar_respond, die" in str(caught.value)
+
+
+async def test_a_stdio_server_gets_its_cwd_and_env_but_not_ours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TINY_SECRET", "from our environment")
+    server = MCPServer.stdio(*tiny("serve"), env={"TINY_GREETING": "hello"}, cwd=tmp_path)
+    async with server:
+        where = next(t for t in await server.tools() if t.name == "where")
+        assert where.parameters == {"type": "object", "properties": {}}
+        result = render_result(await server.call("where", {}))
+    assert json.loads(result.text) == {
+        "cwd": str(tmp_path),
+        "TINY_GREETING": "hello",
+        "TINY_SECRET": None,
+    }

@@ -8,6 +8,7 @@ Started by the tests as a real child process. `python tiny_server.py MODE`:
   the client's terminate/kill stops it.
 
 Tools: `ok` (echoes its arguments), `die` (the process exits mid-call), `hang` (never answers),
+`where` (its working directory and two environment variables),
 `protocol-error` (a JSON-RPC error instead of a result), and oddly named ones that providers
 reject as names: `calendar.respond`, `get weather`, `calendar_respond`, a 70-character name.
 """
@@ -28,6 +29,7 @@ TOOLS = [
         "description": "A JSON-RPC error.",
         "inputSchema": {"type": "object"},
     },
+    {"name": "where", "description": "Its cwd and environment.", "inputSchema": {"type": "object"}},
     {"name": "calendar.respond", "inputSchema": {"type": "object"}},
     {"name": "calendar_respond", "inputSchema": {"type": "object"}},
     {"name": "get weather", "inputSchema": {"type": "object"}},
@@ -61,6 +63,17 @@ def answer(request: dict[str, Any]) -> None:
             sys.stderr.flush()
             os._exit(7)
         if name == "hang":
+            return
+        if name == "where":
+            env = {k: os.environ.get(k) for k in ("TINY_GREETING", "TINY_SECRET")}
+            text = json.dumps({"cwd": os.getcwd(), **env}, sort_keys=True)
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": ident,
+                    "result": {"content": [{"type": "text", "text": text}]},
+                }
+            )
             return
         if name == "protocol-error":
             error = {"code": -32603, "message": "tiny: internal failure"}
