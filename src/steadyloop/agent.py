@@ -237,10 +237,8 @@ class Agent:
     async def _dispatcher_for_run(self) -> Dispatcher:
         if self._dispatcher is not None:
             return self._dispatcher
-        extra: list[Tool] = []
-        for toolset in self.toolsets:
-            extra.extend(await toolset.tools())
-        return self._make_dispatcher(extra)
+        started = await asyncio.gather(*(toolset.tools() for toolset in self.toolsets))
+        return self._make_dispatcher([tool for tools in started for tool in tools])
 
     def _make_dispatcher(self, extra: Sequence[Tool]) -> Dispatcher:
         tools = (*self.tools, *extra)
@@ -300,6 +298,7 @@ def _check_unique(tools: Sequence[Tool]) -> None:
     for tool in tools:
         if tool.name in seen:
             raise ConfigError(
-                f"two tools are named {tool.name!r}: give one another name with @tool(name=...)"
+                f"two tools are named {tool.name!r}: give one another name with "
+                "@tool(name=...), or pass prefix='...' to one of the MCP servers"
             )
         seen.add(tool.name)

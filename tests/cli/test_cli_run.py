@@ -227,19 +227,18 @@ def _wait_for(predicate: object, timeout: float = 30.0) -> None:
 def test_kill_9_mid_tool_then_resume(home: Path, tmp_path: Path) -> None:
     env = {**os.environ, "RESUME_DIR": str(tmp_path)}
     calls = tmp_path / "calls.log"
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "steadyloop", "run", "--tools", str(HERE / "resume_tools.py"),
          "--model", "test", "do it"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        _wait_for(lambda: calls.exists() and len(calls.read_text().split()) == 3)
-        # record_fast has finished once it wrote its line and returned; give the log a moment
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
+    ) as proc:  # fmt: skip
+        try:
+            _wait_for(lambda: calls.exists() and len(calls.read_text().split()) == 3)
+            # record_fast has finished once it wrote its line and returned; give the log a moment
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+        finally:
             proc.kill()
     store = RunStore(home / "runs.db")
     (run,) = store.runs()
@@ -263,19 +262,17 @@ def test_kill_9_mid_tool_then_resume(home: Path, tmp_path: Path) -> None:
 def test_ctrl_c_mid_tool_exits_130_and_can_resume(home: Path, tmp_path: Path) -> None:
     env = {**os.environ, "RESUME_DIR": str(tmp_path)}
     calls = tmp_path / "calls.log"
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "steadyloop", "run", "--tools", str(HERE / "resume_tools.py"),
          "--model", "test", "do it"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        _wait_for(lambda: calls.exists() and len(calls.read_text().split()) == 3)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
+    ) as proc:  # fmt: skip
+        try:
+            _wait_for(lambda: calls.exists() and len(calls.read_text().split()) == 3)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=20)
+        finally:
             proc.kill()
-            proc.communicate()
     assert proc.returncode == 130
     assert "interrupted; continue with: steadyloop resume" in err
     (run,) = RunStore(home / "runs.db").runs()

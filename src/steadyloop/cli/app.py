@@ -53,6 +53,13 @@ def cli() -> None:
     help="a Python file whose @tool functions (or `tools` list) the agent may call",
 )
 @click.option(
+    "--mcp",
+    multiple=True,
+    metavar="'CMD ARGS'",
+    help="an MCP server to start over stdio; its tools join --tools",
+)
+@click.option("--mcp-url", multiple=True, metavar="URL", help="an MCP server over streamable HTTP")
+@click.option(
     "--model",
     default=None,
     help="model spec: openai:MODEL, openai-responses:MODEL, anthropic:MODEL, "
@@ -72,7 +79,7 @@ def cli() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--no-log", is_flag=True, help="do not write the run log")
-def run(prompt: str, tool_files: tuple[str, ...],
+def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url: tuple[str, ...],
         model: str | None, instructions: str | None, max_turns: int, max_context_tokens: int,
         max_tool_output: int, as_json: bool, no_log: bool) -> None:  # fmt: skip
     """Run an agent on PROMPT ('-' reads it from stdin) and print its answer."""
@@ -84,6 +91,8 @@ def run(prompt: str, tool_files: tuple[str, ...],
         lambda: build_agent(
             model=model,
             tool_files=tool_files,
+            mcp=mcp,
+            mcp_url=mcp_url,
             instructions=instructions,
             limits=Limits(max_turns=max_turns, max_context_tokens=max_context_tokens),
             max_tool_output=max_tool_output,

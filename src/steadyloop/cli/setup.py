@@ -39,10 +39,21 @@ def load_tools(files: Sequence[str]) -> list[Tool]:
     return tools
 
 
+def mcp_servers(commands: Sequence[str], urls: Sequence[str]) -> list[Toolset]:
+    """MCP servers from `--mcp 'CMD ARGS'` and `--mcp-url URL` (none: the SDK is not loaded)."""
+    if not commands and not urls:
+        return []
+    from steadyloop.mcp import servers_from_cli
+
+    return list(servers_from_cli(commands, urls))
+
+
 def build_agent(
     *,
     model: str | None,
     tool_files: Sequence[str],
+    mcp: Sequence[str] = (),
+    mcp_url: Sequence[str] = (),
     instructions: str | None = None,
     limits: Limits | None = None,
     max_tool_output: int = 8_000,
@@ -50,7 +61,7 @@ def build_agent(
 ) -> Agent:
     """The agent a command line describes; its tool files and servers are logged with each run
     so that `resume` and `replay` can rebuild it."""
-    tools: list[Tool | Toolset] = [*load_tools(tool_files)]
+    tools: list[Tool | Toolset] = [*load_tools(tool_files), *mcp_servers(mcp, mcp_url)]
     return Agent(
         model,
         tools=tools,
@@ -60,6 +71,8 @@ def build_agent(
         store=store,
         metadata={
             "tool_files": [str(Path(f).resolve()) for f in tool_files],
+            "mcp": list(mcp),
+            "mcp_url": list(mcp_url),
         },
     )
 
@@ -71,6 +84,8 @@ def agent_from_config(
     return build_agent(
         model=model or config.get("model"),
         tool_files=config.get("tool_files", []),
+        mcp=config.get("mcp", []),
+        mcp_url=config.get("mcp_url", []),
         instructions=config.get("instructions"),
         limits=Limits(**config.get("limits", {})),
         max_tool_output=config.get("max_tool_output", 8_000),
