@@ -141,6 +141,8 @@ class Dispatcher:
                 bound = tool.bind(arguments)
             except ArgumentsError as exc:
                 raise _Failure(str(exc)) from None
+            except Exception as exc:  # a validator's own TypeError, a broken Tool subclass
+                raise _failure(tool.name, exc) from None
             if tool.sequential:
                 lock = locks.setdefault(tool.name, asyncio.Lock())
                 async with lock:
