@@ -288,7 +288,7 @@ def parse_arguments(raw: str | Mapping[str, Any] | None) -> Mapping[str, Any]:
         return {}
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         preview = text if len(text) <= _RAW_PREVIEW else text[:_RAW_PREVIEW] + "..."
         raise _Failure(f"arguments are not valid JSON ({exc}); received: {preview}") from None
     if not isinstance(value, dict):
