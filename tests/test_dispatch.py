@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, field_validator
 
 from steadyloop import FatalToolError, ToolCall, ToolError, tool
 from steadyloop.dispatch import CANCELLED_TEXT, Batch, Dispatcher
@@ -195,6 +196,45 @@ async def test_schema_errors_name_each_field_expected_and_given(
     assert "'many'" in text
     assert "guests: not a parameter of book" in text
     assert ran == []
+
+
+class Quantity(BaseModel):
+    amount: int
+
+    @field_validator("amount")
+    @classmethod
+    def positive(cls, value: int) -> int:
+        if value < 0:
+            raise TypeError("amount must be >= 0")
+        return value
+
+
+async def test_a_validator_raising_type_error_is_answered_and_loses_no_sibling(
+    make: Callable[..., Dispatcher],
+) -> None:
+    def order(quantity: Quantity) -> str:
+        return "ordered"
+
+    batch = await make(order, slow_ok).run(
+        [call("order", '{"quantity": {"amount": -1}}'), call("slow_ok")]
+    )
+    bad, ok = batch.outcomes
+    assert bad.result.is_error
+    assert bad.result.content == "amount must be >= 0"
+    assert ok.result.content == "ok x"
+    assert batch.stop is None
+
+
+async def test_absurdly_nested_json_is_answered_and_loses_no_sibling(
+    make: Callable[..., Dispatcher],
+) -> None:
+    batch = await make(get_weather, slow_ok).run(
+        [call("get_weather", '{"city": ' + "[" * 100_000 + "}"), call("slow_ok")]
+    )
+    bad, ok = batch.outcomes
+    assert bad.result.is_error
+    assert "not valid JSON" in bad.result.content
+    assert ok.result.content == "ok x"
 
 
 # -- what tools raise ---------------------------------------------------------------------------
