@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -360,6 +361,16 @@ async def test_repeat_guard_treats_equal_json_as_the_same_call() -> None:
         await agent(ScriptedModel(replies), fail_always).run("go")
 
 
+async def test_the_same_unknown_tool_over_and_over_stops_with_a_typed_error() -> None:
+    model = FunctionModel(lambda messages, tools: calls(("get_wether", '{"city": "Oslo"}')))
+    with pytest.raises(RepeatLimitExceeded) as info:
+        await agent(model, get_weather).run("go")
+    assert len(model.requests) == 3
+    last = info.value.result.messages[-1]
+    assert isinstance(last, ToolResult)
+    assert "unknown tool 'get_wether'" in last.content
+
+
 @pytest.mark.parametrize(
     "limits",
     [
@@ -430,6 +441,14 @@ async def test_retryable_model_errors_are_retried_then_the_run_goes_on() -> None
     assert result.output == "finally"
     assert len(model.requests) == 3
     assert result.usage.requests == 1
+
+
+async def test_a_providers_retry_after_sets_the_wait() -> None:
+    model = ScriptedModel([ModelError("429", retryable=True, retry_after=0.2), "ok"])
+    started = time.monotonic()
+    result = await agent(model, model_retries=1).run("go")
+    assert result.output == "ok"
+    assert time.monotonic() - started >= 0.19
 
 
 async def test_retryable_model_errors_are_raised_once_retries_run_out() -> None:
