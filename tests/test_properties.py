@@ -31,7 +31,7 @@ from steadyloop import (
 from steadyloop.limits import estimate_tokens
 from steadyloop.loop import Run
 from steadyloop.messages import Image, Message, Reasoning, message_from_dict
-from steadyloop.models.wire import MISSING_RESULT_TEXT, IdRules, prepare_history
+from steadyloop.models.wire import MISSING_RESULT_TEXT, IdRules, ToolNames, prepare_history
 from steadyloop.retry import Backoff
 from steadyloop.testing import FunctionModel
 from steadyloop.tools import ToolSpec
@@ -446,3 +446,14 @@ def test_made_ids_satisfy_their_rules(rules: IdRules, seed: str) -> None:
     made = rules.make(seed)
     assert rules.accepts(made)
     assert made == rules.make(seed)
+
+
+@given(st.lists(st.text(max_size=80) | st.sampled_from(["calendar.respond", "get weather", "a/b"])))
+def test_tool_names_map_to_valid_unique_wire_names_and_back(names: list[str]) -> None:
+    unique = list(dict.fromkeys(names))
+    mapping = ToolNames(unique)
+    wire = [mapping.to_wire(n) for n in unique]
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", w) for w in wire)
+    assert len(set(wire)) == len(wire)
+    assert [mapping.from_wire(w) for w in wire] == unique
+    assert mapping.from_wire("never_mapped") == "never_mapped"

@@ -211,6 +211,17 @@ def test_parameters_named_like_pydantic_internals_still_work() -> None:
     assert bound.fn(**bound.kwargs) == "s1False"
 
 
+def test_a_parameter_named_title_keeps_its_name_and_internal_names_are_refused() -> None:
+    def create_ticket(title: str, body: str = "") -> str:
+        return title
+
+    t = as_tool(create_ticket)
+    assert set(t.parameters["properties"]) == {"title", "body"}
+    assert dict(t.bind({"title": "broken"}).kwargs) == {"title": "broken", "body": ""}
+    with pytest.raises(ArgumentsError, match="p0: not a parameter"):
+        t.bind({"p0": "x", "title": "y"})
+
+
 class _Row(BaseModel):
     id: int
     title: str
