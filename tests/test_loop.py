@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pytest
+from pydantic import BaseModel, Field
 
 from steadyloop import (
     Agent,
@@ -141,6 +144,46 @@ async def test_test_model_calls_every_tool_once_then_answers() -> None:
     assert not any(r.is_error for r in done)
     assert "Ran 2 tool call(s)" in result.output
     assert result.stop_reason == "end_turn"
+
+
+class Filter(BaseModel):
+    tags: Annotated[list[str], Field(min_length=1)]
+    since: datetime.date
+
+
+def constrained(
+    code: Annotated[str, Field(max_length=2)],
+    name: Annotated[str, Field(min_length=10)],
+    offset: Annotated[int, Field(le=0)],
+    index: Annotated[int, Field(ge=1, lt=2)],
+    big: Annotated[int, Field(gt=10)],
+    ratio: Annotated[float, Field(gt=0, lt=1)],
+    ids: Annotated[list[int], Field(min_length=2)],
+    mode: Literal["fast", "exact"],
+    maybe: int | None,
+    filter: Filter,
+) -> str:
+    """Many constraints."""
+    return "valid"
+
+
+def temporal(
+    when: datetime.date,
+    at: datetime.datetime,
+    clock: datetime.time,
+    wait: datetime.timedelta,
+    key: uuid.UUID,
+) -> str:
+    """Dates, times and ids."""
+    return "valid"
+
+
+async def test_test_model_arguments_pass_validation_of_ordinary_tools() -> None:
+    result = await agent(TestModel(), constrained, temporal).run("try")
+    assert [(r.name, r.content) for r in results(result.messages)] == [
+        ("constrained", "valid"),
+        ("temporal", "valid"),
+    ]
 
 
 def test_run_sync_runs_without_an_event_loop() -> None:
