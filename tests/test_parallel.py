@@ -229,3 +229,23 @@ async def test_no_task_is_left_after_an_ordinary_run() -> None:
     result = await make_agent(model, quick).run("go")
     assert calls_answered(result.messages)
     assert no_other_tasks()
+
+
+async def test_a_deadline_around_the_whole_run_cancels_every_call() -> None:
+    cancelled: list[str] = []
+
+    async def wait(label: str) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(label)
+            raise
+        return "never"
+
+    calls = tuple(ToolCall(f"c{i}", "wait", f'{{"label": "{i}"}}') for i in range(3))
+    model = ScriptedModel([AssistantMessage(tool_calls=calls), "never"])
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.1):
+            await make_agent(model, wait).run("go")
+    assert sorted(cancelled) == ["0", "1", "2"]
+    assert no_other_tasks()
