@@ -82,6 +82,11 @@ def now() -> str:
     return "noon"
 
 
+async def instant() -> str:
+    """Answers in its first step: done before any thread or timer could interfere."""
+    return "instant"
+
+
 async def slow_ok(label: str = "x") -> str:
     await asyncio.sleep(0.05)
     return f"ok {label}"
@@ -486,8 +491,10 @@ async def test_fatal_errors_stop_the_turn_with_every_call_answered(
         await asyncio.sleep(0.01)
         raise error
 
-    d = make(fatal, tool(name="hang_forever")(_hang_forever), now)
-    batch = await d.run([call("hang_forever", id="a"), call("fatal", id="b"), call("now", id="c")])
+    d = make(fatal, tool(name="hang_forever")(_hang_forever), instant)
+    batch = await d.run(
+        [call("hang_forever", id="a"), call("fatal", id="b"), call("instant", id="c")]
+    )
     assert batch.stop is error
     assert [o.result.call_id for o in batch.outcomes] == ["a", "b", "c"]
     hung, stopped, quick = batch.outcomes
@@ -496,7 +503,7 @@ async def test_fatal_errors_stop_the_turn_with_every_call_answered(
     assert stopped.result.is_error
     assert "fatal stopped the run" in stopped.result.content
     assert type(error).__name__ in stopped.result.content
-    assert quick.result.content == "noon"
+    assert quick.result.content == "instant"
 
 
 async def test_keyboard_interrupt_from_a_sync_tool_stops_the_turn(
@@ -541,12 +548,12 @@ async def test_cancelling_the_turn_cancels_the_tools_and_answers_every_call(
             raise
         return "never"
 
-    d = make(wait_here, now)
+    d = make(wait_here, instant)
     task = asyncio.create_task(
         d.run(
             [
                 call("wait_here", '{"label": "a"}', "1"),
-                call("now", id="2"),
+                call("instant", id="2"),
                 call("wait_here", '{"label": "b"}', "3"),
             ]
         )
@@ -559,7 +566,7 @@ async def test_cancelling_the_turn_cancels_the_tools_and_answers_every_call(
     assert sorted(cancelled) == ["a", "b"]
     assert [o.result.call_id for o in batch.outcomes] == ["1", "2", "3"]
     assert batch.outcomes[0].result.content == CANCELLED_TEXT
-    assert batch.outcomes[1].result.content == "noon"
+    assert batch.outcomes[1].result.content == "instant"
     assert batch.outcomes[2].result.content == CANCELLED_TEXT
 
 
