@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from steadyloop import (
     Agent,
     AssistantMessage,
+    ConfigError,
     ContextLimitExceeded,
     ContextWindowExceeded,
     FatalToolError,
@@ -723,3 +724,35 @@ async def test_leaving_the_stream_early_cancels_the_run() -> None:
             break
     await stream.aclose()  # type: ignore[attr-defined]
     assert cancelled.is_set()
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"max_tool_output": -1}, "max_tool_output"),
+        ({"tool_timeout": 0}, "tool_timeout"),
+        ({"model_retries": -1}, "model_retries"),
+    ],
+)
+def test_bad_agent_options_are_config_errors(options: dict[str, Any], words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        Agent(TestModel(), **options)
+
+
+def test_the_model_comes_from_the_environment_when_not_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("STEADYLOOP_MODEL", raising=False)
+    with pytest.raises(ConfigError, match="STEADYLOOP_MODEL"):
+        Agent()
+    monkeypatch.setenv("STEADYLOOP_MODEL", "test")
+    assert isinstance(Agent().model, TestModel)
+
+
+@pytest.mark.parametrize("spec", ["gpt-4", "nope:model", "openai:", ""])
+def test_unknown_model_specs_are_config_errors(spec: str) -> None:
+    with pytest.raises(ConfigError):
+        Agent(spec)
