@@ -22,7 +22,7 @@ from steadyloop import (
     UserMessage,
 )
 from steadyloop.compaction import SUMMARY_INSTRUCTIONS, render_for_summary
-from steadyloop.events import Compacted, Event, RunFinished
+from steadyloop.events import Compacted, Event, ModelRequestStarted, RunFinished
 from steadyloop.limits import estimate_tokens
 from steadyloop.messages import Message
 from steadyloop.models.base import ModelRequest
@@ -102,6 +102,24 @@ async def test_compaction_appends_a_summary_and_the_run_finishes() -> None:
         assert calls_answered(request.messages)
         assert request.messages[0] == UserMessage("read the document")
         assert sum(isinstance(m, Summary) for m in request.messages) <= 1
+
+
+@pytest.mark.parametrize("trigger", [0.3, 0.5, 0.9])
+async def test_compaction_starts_only_once_the_context_passes_the_trigger(trigger: float) -> None:
+    events: list[Event] = []
+    agent = make_agent(
+        paging_model(12), Compaction(keep_recent=2, trigger=trigger, summarise=lambda m: "g")
+    )
+    async for event in agent.stream("read the document"):
+        events.append(event)
+    threshold = trigger * 1_000
+    first = next(i for i, e in enumerate(events) if isinstance(e, Compacted))
+    compacted = events[first]
+    assert isinstance(compacted, Compacted)
+    assert compacted.tokens_before > threshold
+    sizes = [e.context_tokens for e in events[:first] if isinstance(e, ModelRequestStarted)]
+    assert sizes
+    assert all(size <= threshold for size in sizes)
 
 
 async def test_the_view_is_head_note_and_recent_tail() -> None:

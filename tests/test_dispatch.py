@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, field_validator
 
 from steadyloop import FatalToolError, ToolCall, ToolError, tool
 from steadyloop.dispatch import CANCELLED_TEXT, Batch, Dispatcher
@@ -79,6 +80,11 @@ def get_weather(city: str, days: int = 1) -> str:
 def now() -> str:
     """The time."""
     return "noon"
+
+
+async def instant() -> str:
+    """Answers in its first step: done before any thread or timer could interfere."""
+    return "instant"
 
 
 async def slow_ok(label: str = "x") -> str:
@@ -195,6 +201,45 @@ async def test_schema_errors_name_each_field_expected_and_given(
     assert "'many'" in text
     assert "guests: not a parameter of book" in text
     assert ran == []
+
+
+class Quantity(BaseModel):
+    amount: int
+
+    @field_validator("amount")
+    @classmethod
+    def positive(cls, value: int) -> int:
+        if value < 0:
+            raise TypeError("amount must be >= 0")
+        return value
+
+
+async def test_a_validator_raising_type_error_is_answered_and_loses_no_sibling(
+    make: Callable[..., Dispatcher],
+) -> None:
+    def order(quantity: Quantity) -> str:
+        return "ordered"
+
+    batch = await make(order, slow_ok).run(
+        [call("order", '{"quantity": {"amount": -1}}'), call("slow_ok")]
+    )
+    bad, ok = batch.outcomes
+    assert bad.result.is_error
+    assert bad.result.content == "amount must be >= 0"
+    assert ok.result.content == "ok x"
+    assert batch.stop is None
+
+
+async def test_absurdly_nested_json_is_answered_and_loses_no_sibling(
+    make: Callable[..., Dispatcher],
+) -> None:
+    batch = await make(get_weather, slow_ok).run(
+        [call("get_weather", '{"city": ' + "[" * 100_000 + "}"), call("slow_ok")]
+    )
+    bad, ok = batch.outcomes
+    assert bad.result.is_error
+    assert "not valid JSON" in bad.result.content
+    assert ok.result.content == "ok x"
 
 
 # -- what tools raise ---------------------------------------------------------------------------
@@ -446,8 +491,10 @@ async def test_fatal_errors_stop_the_turn_with_every_call_answered(
         await asyncio.sleep(0.01)
         raise error
 
-    d = make(fatal, tool(name="hang_forever")(_hang_forever), now)
-    batch = await d.run([call("hang_forever", id="a"), call("fatal", id="b"), call("now", id="c")])
+    d = make(fatal, tool(name="hang_forever")(_hang_forever), instant)
+    batch = await d.run(
+        [call("hang_forever", id="a"), call("fatal", id="b"), call("instant", id="c")]
+    )
     assert batch.stop is error
     assert [o.result.call_id for o in batch.outcomes] == ["a", "b", "c"]
     hung, stopped, quick = batch.outcomes
@@ -456,7 +503,7 @@ async def test_fatal_errors_stop_the_turn_with_every_call_answered(
     assert stopped.result.is_error
     assert "fatal stopped the run" in stopped.result.content
     assert type(error).__name__ in stopped.result.content
-    assert quick.result.content == "noon"
+    assert quick.result.content == "instant"
 
 
 async def test_keyboard_interrupt_from_a_sync_tool_stops_the_turn(
@@ -501,12 +548,12 @@ async def test_cancelling_the_turn_cancels_the_tools_and_answers_every_call(
             raise
         return "never"
 
-    d = make(wait_here, now)
+    d = make(wait_here, instant)
     task = asyncio.create_task(
         d.run(
             [
                 call("wait_here", '{"label": "a"}', "1"),
-                call("now", id="2"),
+                call("instant", id="2"),
                 call("wait_here", '{"label": "b"}', "3"),
             ]
         )
@@ -519,7 +566,7 @@ async def test_cancelling_the_turn_cancels_the_tools_and_answers_every_call(
     assert sorted(cancelled) == ["a", "b"]
     assert [o.result.call_id for o in batch.outcomes] == ["1", "2", "3"]
     assert batch.outcomes[0].result.content == CANCELLED_TEXT
-    assert batch.outcomes[1].result.content == "noon"
+    assert batch.outcomes[1].result.content == "instant"
     assert batch.outcomes[2].result.content == CANCELLED_TEXT
 
 

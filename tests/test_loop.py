@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
+import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pytest
+from pydantic import BaseModel, Field
 
 from steadyloop import (
     Agent,
     AssistantMessage,
+    ConfigError,
     ContextLimitExceeded,
     ContextWindowExceeded,
     FatalToolError,
@@ -141,6 +146,46 @@ async def test_test_model_calls_every_tool_once_then_answers() -> None:
     assert not any(r.is_error for r in done)
     assert "Ran 2 tool call(s)" in result.output
     assert result.stop_reason == "end_turn"
+
+
+class Filter(BaseModel):
+    tags: Annotated[list[str], Field(min_length=1)]
+    since: datetime.date
+
+
+def constrained(
+    code: Annotated[str, Field(max_length=2)],
+    name: Annotated[str, Field(min_length=10)],
+    offset: Annotated[int, Field(le=0)],
+    index: Annotated[int, Field(ge=1, lt=2)],
+    big: Annotated[int, Field(gt=10)],
+    ratio: Annotated[float, Field(gt=0, lt=1)],
+    ids: Annotated[list[int], Field(min_length=2)],
+    mode: Literal["fast", "exact"],
+    maybe: int | None,
+    filter: Filter,
+) -> str:
+    """Many constraints."""
+    return "valid"
+
+
+def temporal(
+    when: datetime.date,
+    at: datetime.datetime,
+    clock: datetime.time,
+    wait: datetime.timedelta,
+    key: uuid.UUID,
+) -> str:
+    """Dates, times and ids."""
+    return "valid"
+
+
+async def test_test_model_arguments_pass_validation_of_ordinary_tools() -> None:
+    result = await agent(TestModel(), constrained, temporal).run("try")
+    assert [(r.name, r.content) for r in results(result.messages)] == [
+        ("constrained", "valid"),
+        ("temporal", "valid"),
+    ]
 
 
 def test_run_sync_runs_without_an_event_loop() -> None:
@@ -361,6 +406,16 @@ async def test_repeat_guard_treats_equal_json_as_the_same_call() -> None:
         await agent(ScriptedModel(replies), fail_always).run("go")
 
 
+async def test_the_same_unknown_tool_over_and_over_stops_with_a_typed_error() -> None:
+    model = FunctionModel(lambda messages, tools: calls(("get_wether", '{"city": "Oslo"}')))
+    with pytest.raises(RepeatLimitExceeded) as info:
+        await agent(model, get_weather).run("go")
+    assert len(model.requests) == 3
+    last = info.value.result.messages[-1]
+    assert isinstance(last, ToolResult)
+    assert "unknown tool 'get_wether'" in last.content
+
+
 @pytest.mark.parametrize(
     "limits",
     [
@@ -431,6 +486,14 @@ async def test_retryable_model_errors_are_retried_then_the_run_goes_on() -> None
     assert result.output == "finally"
     assert len(model.requests) == 3
     assert result.usage.requests == 1
+
+
+async def test_a_providers_retry_after_sets_the_wait() -> None:
+    model = ScriptedModel([ModelError("429", retryable=True, retry_after=0.2), "ok"])
+    started = time.monotonic()
+    result = await agent(model, model_retries=1).run("go")
+    assert result.output == "ok"
+    assert time.monotonic() - started >= 0.19
 
 
 async def test_retryable_model_errors_are_raised_once_retries_run_out() -> None:
@@ -673,3 +736,35 @@ async def test_a_retried_model_call_is_announced_so_partial_text_can_be_dropped(
     assert events.index(retries[0]) < next(
         i for i, e in enumerate(events) if isinstance(e, TextDelta)
     )
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"max_tool_output": -1}, "max_tool_output"),
+        ({"tool_timeout": 0}, "tool_timeout"),
+        ({"model_retries": -1}, "model_retries"),
+    ],
+)
+def test_bad_agent_options_are_config_errors(options: dict[str, Any], words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        Agent(TestModel(), **options)
+
+
+def test_the_model_comes_from_the_environment_when_not_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("STEADYLOOP_MODEL", raising=False)
+    with pytest.raises(ConfigError, match="STEADYLOOP_MODEL"):
+        Agent()
+    monkeypatch.setenv("STEADYLOOP_MODEL", "test")
+    assert isinstance(Agent().model, TestModel)
+
+
+@pytest.mark.parametrize("spec", ["gpt-4", "nope:model", "openai:", ""])
+def test_unknown_model_specs_are_config_errors(spec: str) -> None:
+    with pytest.raises(ConfigError):
+        Agent(spec)

@@ -122,9 +122,9 @@ async def test_one_failure_neither_cancels_nor_loses_the_others() -> None:
         [
             AssistantMessage(
                 tool_calls=(
-                    ToolCall("a", "slow", '{"label": "A", "seconds": 0.3}'),
+                    ToolCall("a", "slow", '{"label": "A", "seconds": 0.5}'),
                     ToolCall("b", "broken", '{"label": "B", "seconds": 0}'),
-                    ToolCall("c", "slow", '{"label": "C", "seconds": 0.3}'),
+                    ToolCall("c", "slow", '{"label": "C", "seconds": 0.5}'),
                 )
             ),
             "done",
@@ -138,7 +138,7 @@ async def test_one_failure_neither_cancels_nor_loses_the_others() -> None:
     assert [r.call_id for r in done] == ["a", "b", "c"]
     assert [r.content for r in done] == ["A ok", "broken failed: RuntimeError", "C ok"]
     assert [r.is_error for r in done] == [False, True, False]
-    assert elapsed < 0.55  # generous: one after the other would take 0.6 s
+    assert elapsed < 0.9  # generous: one after the other would take 1 s
     assert no_other_tasks()
 
 
@@ -228,4 +228,24 @@ async def test_no_task_is_left_after_an_ordinary_run() -> None:
     model = ScriptedModel([fan_out("quick", 20), fan_out("quick", 3), "done"])
     result = await make_agent(model, quick).run("go")
     assert calls_answered(result.messages)
+    assert no_other_tasks()
+
+
+async def test_a_deadline_around_the_whole_run_cancels_every_call() -> None:
+    cancelled: list[str] = []
+
+    async def wait(label: str) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(label)
+            raise
+        return "never"
+
+    calls = tuple(ToolCall(f"c{i}", "wait", f'{{"label": "{i}"}}') for i in range(3))
+    model = ScriptedModel([AssistantMessage(tool_calls=calls), "never"])
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.1):
+            await make_agent(model, wait).run("go")
+    assert sorted(cancelled) == ["0", "1", "2"]
     assert no_other_tasks()

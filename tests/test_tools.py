@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import datetime
 import enum
 import functools
+import json
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -211,6 +213,17 @@ def test_parameters_named_like_pydantic_internals_still_work() -> None:
     assert bound.fn(**bound.kwargs) == "s1False"
 
 
+def test_a_parameter_named_title_keeps_its_name_and_internal_names_are_refused() -> None:
+    def create_ticket(title: str, body: str = "") -> str:
+        return title
+
+    t = as_tool(create_ticket)
+    assert set(t.parameters["properties"]) == {"title", "body"}
+    assert dict(t.bind({"title": "broken"}).kwargs) == {"title": "broken", "body": ""}
+    with pytest.raises(ArgumentsError, match="p0: not a parameter"):
+        t.bind({"p0": "x", "title": "y"})
+
+
 class _Row(BaseModel):
     id: int
     title: str
@@ -246,6 +259,13 @@ def test_return_values_are_rendered_for_the_model(value: object, text: str) -> N
 def test_none_is_an_explicit_short_text() -> None:
     assert NO_OUTPUT_TEXT
     assert "no output" in NO_OUTPUT_TEXT
+
+
+def test_binary_bytes_are_rendered_not_a_failure() -> None:
+    text = render_value({"name": "logo.png", "data": b"\x89PNG\xff\x00"})
+    assert json.loads(text)["name"] == "logo.png"
+    assert base64.urlsafe_b64decode(json.loads(text)["data"]) == b"\x89PNG\xff\x00"
+    assert render_value(b"plain text") == '"plain text"'
 
 
 def test_unserialisable_values_fall_back_to_repr() -> None:

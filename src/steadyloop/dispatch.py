@@ -141,6 +141,8 @@ class Dispatcher:
                 bound = tool.bind(arguments)
             except ArgumentsError as exc:
                 raise _Failure(str(exc)) from None
+            except Exception as exc:  # a validator's own TypeError, a broken Tool subclass
+                raise _failure(tool.name, exc) from None
             if tool.sequential:
                 lock = locks.setdefault(tool.name, asyncio.Lock())
                 async with lock:
@@ -286,7 +288,7 @@ def parse_arguments(raw: str | Mapping[str, Any] | None) -> Mapping[str, Any]:
         return {}
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         preview = text if len(text) <= _RAW_PREVIEW else text[:_RAW_PREVIEW] + "..."
         raise _Failure(f"arguments are not valid JSON ({exc}); received: {preview}") from None
     if not isinstance(value, dict):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -161,13 +162,58 @@ def _example(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> Any:
             for name in schema.get("required", ())
             if name in schema.get("properties", {})
         }
-    minimum = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-    examples: dict[str, Any] = {
-        "string": "example",
-        "integer": max(1, int(minimum) + 1),
-        "number": max(1.0, float(minimum) + 1),
-        "boolean": True,
-        "array": [],
-        "null": None,
-    }
-    return examples.get(kind or "string", "example")
+    if kind == "array":
+        return [_example(schema.get("items", {}), definitions)] * schema.get("minItems", 0)
+    if kind == "integer":
+        return _example_integer(schema)
+    if kind == "number":
+        return _example_number(schema)
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return _example_string(schema)
+
+
+# Values that pydantic accepts for the string formats it emits for dates, ids and links.
+_FORMAT_EXAMPLES = {
+    "date": "2026-01-01",
+    "date-time": "2026-01-01T12:00:00Z",
+    "time": "12:00:00",
+    "duration": "PT1S",
+    "uuid": "12345678-1234-4678-9234-123456789abc",
+    "uri": "https://example.com/",
+}
+
+
+def _example_string(schema: Mapping[str, Any]) -> str:
+    if schema.get("format") in _FORMAT_EXAMPLES:
+        return _FORMAT_EXAMPLES[schema["format"]]
+    text = "example".ljust(int(schema.get("minLength", 0)), "x")
+    maximum = schema.get("maxLength")
+    return text[: int(maximum)] if maximum is not None else text
+
+
+def _example_integer(schema: Mapping[str, Any]) -> int:
+    value = 1
+    if "minimum" in schema:
+        value = max(value, math.ceil(schema["minimum"]))
+    if "exclusiveMinimum" in schema:
+        value = max(value, math.floor(schema["exclusiveMinimum"]) + 1)
+    if "maximum" in schema:
+        value = min(value, math.floor(schema["maximum"]))
+    if "exclusiveMaximum" in schema:
+        value = min(value, math.ceil(schema["exclusiveMaximum"]) - 1)
+    return value
+
+
+def _example_number(schema: Mapping[str, Any]) -> float:
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    if low is not None and high is not None:
+        return (float(low) + float(high)) / 2
+    if low is not None:
+        return float(low) + 1
+    if high is not None:
+        return float(high) - 1
+    return 1.0

@@ -151,7 +151,11 @@ def render_value(value: Any) -> str:
         return NO_OUTPUT_TEXT
     import pydantic_core
 
-    return pydantic_core.to_json(value, fallback=repr).decode()
+    try:
+        return pydantic_core.to_json(value, fallback=repr).decode()
+    except pydantic_core.PydanticSerializationError:
+        # bytes that are not UTF-8 (an image, a binary file): base64 rather than a failed call
+        return pydantic_core.to_json(value, fallback=repr, bytes_mode="base64").decode()
 
 
 class FunctionTool(Tool):
