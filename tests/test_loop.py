@@ -768,3 +768,46 @@ def test_the_model_comes_from_the_environment_when_not_given(
 def test_unknown_model_specs_are_config_errors(spec: str) -> None:
     with pytest.raises(ConfigError):
         Agent(spec)
+
+
+async def test_cut_off_calls_are_not_counted_as_dispatched_tool_calls() -> None:
+    def write_file(path: str) -> str:
+        return "written"
+
+    cut = AssistantMessage(
+        tool_calls=(ToolCall("c1", "write_file", '{"path": "a.t'),), stop_reason="max_tokens"
+    )
+    agent = Agent(ScriptedModel([cut, "ok"]), tools=[write_file], backoff=Backoff.none())
+    result = await agent.run("go")
+    assert result.usage == Usage(requests=2, tool_calls=0)
+
+
+async def test_fatal_tool_error_carries_the_partial_result() -> None:
+    def explode() -> str:
+        raise FatalToolError("credentials revoked")
+
+    model = ScriptedModel([AssistantMessage(tool_calls=(ToolCall("c1", "explode", "{}"),))])
+    agent = Agent(model, tools=[explode], backoff=Backoff.none())
+    with pytest.raises(FatalToolError) as info:
+        await agent.run("go")
+    assert info.value.result is not None
+    assert calls_answered(info.value.result.messages)
+    assert info.value.result.usage.tool_calls == 1
+
+
+async def test_identical_failures_in_one_reply_count_once_toward_the_repeat_limit() -> None:
+    def lookup(key: str) -> str:
+        if key == "bad":
+            raise ToolError("no such key")
+        return "found"
+
+    same = tuple(ToolCall(f"c{i}", "lookup", '{"key": "bad"}') for i in range(3))
+    model = ScriptedModel(
+        [
+            AssistantMessage(tool_calls=same),
+            AssistantMessage(tool_calls=(ToolCall("d", "lookup", '{"key": "good"}'),)),
+            "done",
+        ]
+    )
+    result = await Agent(model, tools=[lookup], backoff=Backoff.none()).run("go")
+    assert result.output == "done"

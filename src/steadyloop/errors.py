@@ -125,4 +125,9 @@ class ToolError(SteadyloopError):
 
 
 class FatalToolError(SteadyloopError):
-    """Raise in a tool when the run cannot usefully go on; it stops the run and propagates."""
+    """Raise in a tool when the run cannot usefully go on; it stops the run and propagates.
+
+    When it leaves `Agent.run`, `result` holds the partial `RunResult` (every call answered).
+    """
+
+    result: RunResult | None = None

@@ -103,6 +103,22 @@ class RepeatGuard:
             self._last, self._count = key, 1
         return self._count >= self.max_repeats
 
+    def observe_turn(self, answered: Sequence[tuple[ToolCall, ToolResult]]) -> ToolResult | None:
+        """Records one turn's answered calls in order; returns the result that reached
+        `max_repeats`, if any. Identical failures within one turn count once: a model that sends
+        the same bad call three times in one reply has made one mistake, not three."""
+        failed: set[tuple[str, str, str]] = set()
+        hit: ToolResult | None = None
+        for call, result in answered:
+            if result.is_error:
+                key = (call.name, _canonical_arguments(call.arguments), result.content)
+                if key in failed:
+                    continue
+                failed.add(key)
+            if self.observe(call, result):
+                hit = result
+        return hit
+
 
 def _canonical_arguments(arguments: str | Mapping[str, Any]) -> str:
     value: Any = arguments

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 from steadyloop.errors import (
     ContextLimitExceeded,
     ContextWindowExceeded,
+    FatalToolError,
     LimitExceeded,
     ModelError,
     RepeatLimitExceeded,
@@ -28,7 +29,6 @@ from steadyloop.events import (
     ModelRetry,
     RunFinished,
     RunStarted,
-    ToolCallFinished,
 )
 from steadyloop.limits import RepeatGuard, estimate_fixed_tokens
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
@@ -153,7 +153,7 @@ class Run:
                 if self.agent.compaction is None or compacted or not await self._compact():
                     self._stop(ContextLimitExceeded, f"the provider says: {exc}", cause=exc)
                 compacted = True
-        self.usage += Usage(requests=1, tool_calls=len(reply.tool_calls)) + _tokens(reply)
+        self.usage += Usage(requests=1) + _tokens(reply)
         return self.transcript.with_unique_call_ids(reply)
 
     async def _request_with_retries(self) -> AssistantMessage:
@@ -202,19 +202,20 @@ class Run:
             for call in reply.tool_calls:
                 self._append(_error_result(call, CUT_OFF_TEXT.format(name=call.name)))
             return
+        self.usage += Usage(tool_calls=len(reply.tool_calls))
         batch = await self.dispatcher.run(reply.tool_calls, self.notify)
-        repeated: ToolCallFinished | None = None
         for outcome in batch.outcomes:
             self._append(outcome.result)
-            if self.guard.observe(outcome.call, outcome.result):
-                repeated = outcome
         if batch.stop is not None:
+            if isinstance(batch.stop, FatalToolError):
+                batch.stop.result = self.result()
             raise batch.stop
+        repeated = self.guard.observe_turn([(o.call, o.result) for o in batch.outcomes])
         if repeated is not None:
             self._stop(
                 RepeatLimitExceeded,
-                f"repeat limit reached: {repeated.call.name} failed the same way "
-                f"{self.agent.limits.max_repeats} times in a row: {repeated.result.content[:200]}",
+                f"repeat limit reached: {repeated.name} failed the same way "
+                f"{self.agent.limits.max_repeats} times in a row: {repeated.content[:200]}",
             )
 
     async def _compact(self) -> bool:
