@@ -811,3 +811,12 @@ async def test_identical_failures_in_one_reply_count_once_toward_the_repeat_limi
     )
     result = await Agent(model, tools=[lookup], backoff=Backoff.none()).run("go")
     assert result.output == "done"
+
+
+async def test_a_retry_after_longer_than_allowed_fails_at_once() -> None:
+    quota = ModelError("quota resets in an hour", retryable=True, retry_after=3600.0)
+    model = ScriptedModel([quota, "never reached"])
+    agent = Agent(model, backoff=Backoff(0.0, 0.0, 0.0, longest_retry_after=60.0))
+    with pytest.raises(ModelError, match="quota resets in an hour"):
+        await agent.run("go")
+    assert len(model.requests) == 1

@@ -170,13 +170,13 @@ class Run:
         try:
             return await self._request(request)
         except ModelError as exc:
-            if not exc.retryable or self.agent.model_retries == 0:
+            if not self.agent.backoff.worth_retrying(exc) or self.agent.model_retries == 0:
                 raise
             wait = exc.retry_after if exc.retry_after is not None else self.agent.backoff.initial
             failure = exc
         await asyncio.sleep(wait)
         async for attempt in retry_context(
-            _retry_hook, self.agent.model_retries, self.agent.backoff
+            self.agent.backoff.model_retry_hook, self.agent.model_retries, self.agent.backoff
         ):
             with attempt:
                 self._emit(ModelRetry(self.turns, attempt.num + 1, str(failure), wait))
@@ -191,10 +191,17 @@ class Run:
         model = self.agent.model
         if not self.streaming:
             return await model.request(request)
-        async for part in model.stream(request):
-            if isinstance(part, AssistantMessage):
-                return part
-            self._emit(part)
+        parts = model.stream(request)
+        try:
+            async for part in parts:
+                if isinstance(part, AssistantMessage):
+                    return part
+                self._emit(part)
+        finally:
+            # Close the stream (and its connection) as soon as the reply is in.
+            close = getattr(parts, "aclose", None)
+            if close is not None:
+                await close()
         raise ModelError(f"{model.name}: the stream ended without a reply", retryable=True)
 
     async def _run_tools(self, reply: AssistantMessage) -> None:
@@ -310,10 +317,3 @@ def _tokens(reply: AssistantMessage) -> Usage:
 
 def _error_result(call: ToolCall, text: str) -> ToolResult:
     return ToolResult(call.id, call.name, text, is_error=True)
-
-
-def _retry_hook(exc: Exception) -> bool | float:
-    """Retry retryable model errors; a provider's Retry-After sets the wait."""
-    if isinstance(exc, ModelError) and exc.retryable:
-        return exc.retry_after if exc.retry_after is not None else True
-    return False
