@@ -1,0 +1,71 @@
+"""Where steadyloop's per-turn time goes: cProfile over S1's async configuration.
+
+Runs in steadyloop's benchmark environment (stdlib cProfile, nothing to install):
+
+    bench/.venvs/steadyloop/bin/python bench/profile_steadyloop.py [--runs 300] [--calls 3]
+
+Prints the functions by own time and by cumulative time, and the µs per turn with and
+without the profiler, so the profile's overhead can be judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "drivers"))
+
+import common  # noqa: E402
+from steadyloop_driver import SteadyloopRunner  # noqa: E402
+
+
+async def runs(runner: SteadyloopRunner, plan: common.Plan, count: int, together: bool) -> None:
+    if together:
+        await asyncio.gather(*(one(runner, plan) for _ in range(count)))
+        return
+    for _ in range(count):
+        await one(runner, plan)
+
+
+async def one(runner: SteadyloopRunner, plan: common.Plan) -> None:
+    common.CURRENT.set(common.RunState(plan))
+    await runner.run()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--sync", action="store_true", help="a sync tool instead of an async one")
+    parser.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="S3 instead: the runs at once, 5 turns, 10 ms model",
+    )
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args()
+    plan = common.Plan(turns=20, calls=args.calls, is_async=not args.sync)
+    if args.concurrent:
+        plan = common.Plan(turns=5, calls=args.calls, is_async=not args.sync, latency=0.010)
+    runner = SteadyloopRunner(plan)
+    asyncio.run(runs(runner, plan, 20, False))  # warm-up
+    began = time.perf_counter()
+    asyncio.run(runs(runner, plan, args.runs, args.concurrent))
+    plain = (time.perf_counter() - began) / args.runs / plan.turns * 1e6
+    profiler = cProfile.Profile()
+    began = time.perf_counter()
+    profiler.runcall(asyncio.run, runs(runner, plan, args.runs, args.concurrent))
+    profiled = (time.perf_counter() - began) / args.runs / plan.turns * 1e6
+    print(f"{plain:.0f} µs per turn ({profiled:.0f} µs under the profiler), {plan}")
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(args.top)
+    stats.sort_stats("cumulative").print_stats(args.top)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+# ruff: noqa: RUF001 - the tables use the multiplication sign and the en dash on purpose
+"""The results as Markdown: one table of every figure, one of DESIGN.md §8's targets.
+
+Stdlib only (run.py imports it). Each cell is a median with its min-max range, followed by its
+ratio to the bare loop and to steadyloop, so a reader sees both the floor and our own figure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ORDER = ("bare", "steadyloop", "pydantic-ai", "openai-agents", "langgraph", "smolagents")
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    scenario: str
+    key: str | None  # None: the scenario's figures are the spread itself (S4)
+    unit: str
+    ratios: bool = True
+
+
+ROWS = (
+    Row("S1 per turn, async tool", "S1", "per_turn_us_async", "us"),
+    Row("S1 per turn, sync tool", "S1", "per_turn_us_sync", "us"),
+    Row("S1 per extra tool call, async", "S1", "per_extra_call_us_async", "us"),
+    Row("S1 per extra tool call, sync", "S1", "per_extra_call_us_sync", "us"),
+    Row("S2 8 x 0.1 s calls, async tool", "S2", "wall_s_async", "s"),
+    Row("S2 8 x 0.1 s calls, sync tool", "S2", "wall_s_sync", "s"),
+    Row("S3 concurrent 5-turn runs, wall", "S3", "wall_s", "s"),
+    Row("S3 CPU per run", "S3", "cpu_ms_per_run", "ms"),
+    Row("S3 peak RSS", "S3", "peak_rss_mb", "MB"),
+    Row("S4 import time", "S4", None, "ms"),
+    Row("S5 per turn, turns 1-20", "S5", "early_us", "us"),
+    Row("S5 per turn, turns 180-199", "S5", "late_us", "us"),
+    Row("S5 growth (late / early)", "S5", "growth", "x", ratios=False),
+    Row("S6 per turn, run log off", "S6", "per_turn_us_off", "us", ratios=False),
+    Row("S6 per turn, run log on", "S6", "per_turn_us_on", "us", ratios=False),
+    Row("S6 log on / off", "S6", "ratio", "x", ratios=False),
+)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The whole report: machine and versions, the figures, the targets."""
+    libs = [name for name in ORDER if name in results["libraries"]]
+    lines = [_machine_line(results), "", _versions_line(results, libs), ""]
+    lines += [
+        "Each cell: median (min-max) over repetitions, then `× bare / × steadyloop` "
+        "(lower is better everywhere). † = run with a sync tool (the library has no async "
+        "tools).",
+        "",
+        "| figure | " + " | ".join(libs) + " |",
+        "|---|" + "---|" * len(libs),
+    ]
+    for row in ROWS:
+        cells = [_cell(results, lib, row) for lib in libs]
+        if all(c == "–" for c in cells):
+            continue
+        lines.append(f"| {row.label} | " + " | ".join(cells) + " |")
+    lines += ["", *targets(results)]
+    return "\n".join(lines) + "\n"
+
+
+def figure(results: dict[str, Any], lib: str, row: Row) -> dict[str, Any] | None:
+    """The spread (median/min/max) or n/a entry for one library and row, if measured."""
+    entry = results["libraries"].get(lib, {}).get(row.scenario)
+    if entry is None:
+        return None
+    if "na" in entry:
+        return {"na": entry["na"]}
+    value = entry if row.key is None else entry.get(row.key)
+    return value if isinstance(value, dict) else None
+
+
+def median(results: dict[str, Any], lib: str, row: Row) -> float | None:
+    value = figure(results, lib, row)
+    if value is None or "na" in value:
+        return None
+    return float(value["median"])
+
+
+def _cell(results: dict[str, Any], lib: str, row: Row) -> str:
+    value = figure(results, lib, row)
+    if value is None:
+        return "–"
+    if "na" in value:
+        return str(value["na"])
+    scale = value["median"]
+    low, high = (fmt(value[k], row.unit, False, scale) for k in ("min", "max"))
+    text = f"{fmt(value['median'], row.unit)} ({low}–{high})"
+    scenario = results["libraries"][lib].get(row.scenario, {})
+    if scenario.get("tool") == "sync":
+        text += " †"
+    if row.ratios:
+        bare = median(results, "bare", row)
+        ours = median(results, "steadyloop", row)
+        parts = [f"×{value['median'] / base:.1f}" if base else "–" for base in (bare, ours)]
+        text += f" · {parts[0]} / {parts[1]}"
+    return text
+
+
+def fmt(value: float, unit: str, with_unit: bool = True, scale: float | None = None) -> str:
+    """A figure in a readable unit: µs up to 1 ms, then ms; seconds with 3 decimals.
+
+    `scale` picks the unit (the median's, so a range reads in the same unit as its median).
+    """
+    if unit == "us":
+        if abs(scale if scale is not None else value) >= 1000:
+            number, suffix = f"{value / 1000:.1f}", "ms"
+        else:
+            number, suffix = f"{value:.0f}", "µs"
+    elif unit == "s":
+        number, suffix = f"{value:.3f}", "s"
+    elif unit == "ms":
+        number, suffix = (f"{value:.1f}" if value < 100 else f"{value:.0f}"), "ms"
+    elif unit == "MB":
+        number, suffix = f"{value:.0f}", "MB"
+    else:
+        number, suffix = f"{value:.2f}", "×"
+    if not with_unit:
+        return number
+    return f"{number} {suffix}" if suffix != "×" else f"{number}×"
+
+
+def targets(results: dict[str, Any]) -> list[str]:
+    """DESIGN.md §8's targets for steadyloop, each with the measured figure and pass/miss."""
+    if "steadyloop" not in results["libraries"]:
+        return []
+    rows = {r.key or r.scenario: r for r in ROWS}
+    sl = "steadyloop"
+    lines = ["| target (DESIGN.md §8) | measured | |", "|---|---|---|"]
+
+    def check(text: str, measured: str, ok: bool | None) -> None:
+        verdict = "n/a" if ok is None else ("pass" if ok else "**miss**")
+        lines.append(f"| {text} | {measured} | {verdict} |")
+
+    turn = median(results, sl, rows["per_turn_us_async"])
+    bare = median(results, "bare", rows["per_turn_us_async"])
+    if turn is not None and bare is not None:
+        check("per-turn overhead, async tool ≤ 4× bare", f"×{turn / bare:.1f}", turn <= 4 * bare)
+    best = best_peer(results)
+    if best is not None:
+        name, ratio, kind = best
+        check(
+            "per-turn overhead ≥ 10× below the best peer",
+            f"{name} is ×{ratio:.1f} steadyloop ({kind} tool)",
+            ratio >= 10,
+        )
+    for kind in ("async", "sync"):
+        extra = median(results, sl, rows[f"per_extra_call_us_{kind}"])
+        if extra is not None:
+            check(f"per extra tool call ({kind}) ≤ 100 µs", fmt(extra, "us"), extra <= 100)
+    for kind in ("async", "sync"):
+        wall = median(results, sl, rows[f"wall_s_{kind}"])
+        if wall is not None:
+            check(f"8 × 0.1 s calls ({kind}) ≤ 0.13 s wall", fmt(wall, "s"), wall <= 0.13)
+    runs = results["libraries"][sl].get("S3", {}).get("runs", 1000)
+    wall = median(results, sl, rows["wall_s"])
+    if wall is not None:
+        check(f"{runs} concurrent 5-turn runs ≤ 1.5 s wall", fmt(wall, "s"), wall <= 1.5)
+    rss = median(results, sl, rows["peak_rss_mb"])
+    if rss is not None:
+        check(f"{runs} concurrent 5-turn runs ≤ 80 MB peak RSS", fmt(rss, "MB"), rss <= 80)
+    imp = median(results, sl, rows["S4"])
+    if imp is not None:
+        check("`import steadyloop` ≤ 200 ms", fmt(imp, "ms"), imp <= 200)
+    growth = median(results, sl, rows["growth"])
+    if growth is not None:
+        check("turn 200 ≤ 1.2× turn 1 (S5 late / early)", fmt(growth, "x"), growth <= 1.2)
+    log = figure(results, sl, rows["ratio"])
+    if log is not None:
+        if "na" in log:
+            check("SQLite run log on ≤ 2× off", str(log["na"]), None)
+        else:
+            check("SQLite run log on ≤ 2× off", fmt(log["median"], "x"), log["median"] <= 2)
+    return lines
+
+
+def best_peer(results: dict[str, Any]) -> tuple[str, float, str] | None:
+    """The peer closest to steadyloop's per-turn cost: (name, its ratio, tool kind)."""
+    best: tuple[str, float, str] | None = None
+    for lib in results["libraries"]:
+        if lib in ("bare", "steadyloop"):
+            continue
+        for kind in ("async", "sync"):
+            row = Row("", "S1", f"per_turn_us_{kind}", "us")
+            theirs, ours = median(results, lib, row), median(results, "steadyloop", row)
+            if theirs is not None and ours is not None:
+                if best is None or theirs / ours < best[1]:
+                    best = (lib, theirs / ours, kind)
+                break
+    return best
+
+
+def _machine_line(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    when = results.get("started", "")
+    quick = " — **quick mode: sizes too small to mean anything**" if results.get("quick") else ""
+    load = ""
+    if results.get("load_before") is not None:
+        load = (
+            f" Load average (1/5/15 min) before {results['load_before']}, "
+            f"after {results.get('load_after')}."
+        )
+    return (
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory']}, {m['os']}, "
+        f"Python {m['python']}; run started {when}, {results.get('rounds', 1)} round(s), "
+        f"took {results.get('seconds', '?')} s{quick}.{load}"
+    )
+
+
+def _versions_line(results: dict[str, Any], libs: list[str]) -> str:
+    parts = []
+    for lib in libs:
+        versions = results["libraries"][lib].get("versions", {})
+        shown = ", ".join(f"{k} {v}" for k, v in versions.items() if k != "python")
+        parts.append(f"{lib}: {shown or 'stdlib only'}")
+    return "Versions: " + "; ".join(parts) + "."
+
+
+def strip_curves(results: dict[str, Any]) -> dict[str, Any]:
+    """The results without raw samples and per-turn curves (kept in bench/results/ only)."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("values", "per_turn_us")}
+        return value
+
+    stripped: dict[str, Any] = strip(results)
+    return stripped
+
+
+def update_readme(readme: Path, table: str) -> None:
+    """Replaces the text between the results markers of bench/README.md with `table`."""
+    text = readme.read_text()
+    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"{readme} has no {START} ... {END} markers to put the table between")
+    readme.write_text(pattern.sub(lambda _: f"{START}\n{table}{END}", text))

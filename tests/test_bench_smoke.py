@@ -1,0 +1,91 @@
+"""Smoke check of the benchmark harness on steadyloop and the bare loop (tiny sizes, no peers).
+
+It asserts that `bench/run.py` runs every scenario end to end and writes well-formed results;
+it asserts nothing about the timings themselves (those belong in bench/README.md, not in CI).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    out = tmp_path_factory.mktemp("bench")
+    process = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "run.py"),
+            "--quick",
+            "--no-venv",
+            "--no-plot",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    return json.loads((out / "latest.json").read_text()), out
+
+
+def spreads(value: Any) -> list[dict[str, Any]]:
+    """Every median/min/max figure inside a scenario's results."""
+    if isinstance(value, dict):
+        if "median" in value:
+            return [value]
+        return [s for v in value.values() for s in spreads(v)]
+    return []
+
+
+def test_every_scenario_is_measured_for_both_libraries(
+    results: tuple[dict[str, Any], Path],
+) -> None:
+    data, _ = results
+    assert set(data["libraries"]) == {"bare", "steadyloop"}
+    for name, entry in data["libraries"].items():
+        for scenario in ("S1", "S2", "S3", "S4", "S5"):
+            assert spreads(entry[scenario]), f"{name} {scenario} has no figures"
+        assert {"per_turn_us_async", "per_turn_us_sync"} <= set(entry["S1"])
+        assert {"wall_s_async", "wall_s_sync"} <= set(entry["S2"])
+        assert {"wall_s", "cpu_ms_per_run", "peak_rss_mb"} <= set(entry["S3"])
+
+
+def test_figures_are_well_formed(results: tuple[dict[str, Any], Path]) -> None:
+    data, _ = results
+    for entry in data["libraries"].values():
+        for scenario in ("S1", "S2", "S3", "S4", "S5"):
+            for figure in spreads(entry[scenario]):
+                assert figure["min"] <= figure["median"] <= figure["max"]
+                assert figure["n"] == len(figure["values"]) > 0
+        # wall times cannot be below what the tools sleep
+        assert entry["S2"]["wall_s_async"]["min"] >= 0.1
+        s5 = entry["S5"]
+        assert len(s5["per_turn_us"]) == s5["turns"] - 1
+        assert all(cost > 0 for cost in s5["per_turn_us"])
+
+
+def test_run_log_scenario_reports_its_state(results: tuple[dict[str, Any], Path]) -> None:
+    s6 = results[0]["libraries"]["steadyloop"]["S6"]
+    if "na" in s6:
+        assert s6["na"].startswith("n/a")
+    else:
+        assert s6["ratio"]["median"] > 0
+
+
+def test_table_lists_figures_and_targets(results: tuple[dict[str, Any], Path]) -> None:
+    table = (results[1] / "latest.md").read_text()
+    assert "| figure | bare | steadyloop |" in table
+    assert "S1 per turn, async tool" in table
+    assert "| target (DESIGN.md §8) | measured | |" in table
+    assert "`import steadyloop` ≤ 200 ms" in table
