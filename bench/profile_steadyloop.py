@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "drivers"))
 
-import common  # noqa: E402
-from steadyloop_driver import SteadyloopRunner  # noqa: E402
+import common
+from steadyloop_driver import SteadyloopRunner
 
 
 async def runs(runner: SteadyloopRunner, plan: common.Plan, count: int, together: bool) -> None:
