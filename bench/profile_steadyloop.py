@@ -15,6 +15,7 @@ import asyncio
 import cProfile
 import pstats
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,12 +48,14 @@ def main() -> None:
         action="store_true",
         help="S3 instead: the runs at once, 5 turns, 10 ms model",
     )
+    parser.add_argument("--store", action="store_true", help="with the SQLite run log on (S6)")
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
     plan = common.Plan(turns=20, calls=args.calls, is_async=not args.sync)
     if args.concurrent:
         plan = common.Plan(turns=5, calls=args.calls, is_async=not args.sync, latency=0.010)
-    runner = SteadyloopRunner(plan)
+    options = {"store": Path(tempfile.mkdtemp()) / "runs.sqlite3"} if args.store else {}
+    runner = SteadyloopRunner(plan, **options)
     asyncio.run(runs(runner, plan, 20, False))  # warm-up
     began = time.perf_counter()
     asyncio.run(runs(runner, plan, args.runs, args.concurrent))

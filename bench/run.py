@@ -60,7 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--publish", action="store_true", help="update bench/README.md, latest.json and the PNG"
     )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        help="measure nothing: redo the table, plot (and --publish) from a results JSON",
+    )
     args = parser.parse_args(argv)
+    if args.source is not None:
+        results = json.loads(args.source.read_text())
+        return write_outputs(results, args, args.source)
 
     libraries = [lib for lib in envs.LIBRARIES if args.peers or not lib.peer]
     if args.only:
@@ -106,7 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     json_path = args.out / f"results-{stamp}.json"
     json_path.write_text(json.dumps(results, indent=1))
-    shutil.copyfile(json_path, args.out / "latest.json")
+    return write_outputs(results, args, json_path)
+
+
+def write_outputs(results: dict[str, Any], args: argparse.Namespace, json_path: Path) -> int:
+    """The table (printed and saved), the plot, and with --publish the committed summary."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    if json_path.resolve() != (args.out / "latest.json").resolve():
+        shutil.copyfile(json_path, args.out / "latest.json")
     table = report.markdown(results)
     (args.out / "latest.md").write_text(table)
     print()
