@@ -31,9 +31,10 @@ def test_every_event_is_logged_with_untruncated_output(tmp_path: Path) -> None:
     result = Agent(model, tools=[shout], max_tool_output=20, store=store).run_sync("go")
     assert result.run_id is not None
     kinds = [e.kind for e in store.events(result.run_id)]
+    # the result's own message row is left out: its tool_finished row holds it
     assert kinds == [
-        "message", "model_request", "message", "tool_finished", "message", "model_request",
-        "message", "finished",
+        "message", "model_request", "message", "tool_finished", "model_request", "message",
+        "finished",
     ]  # fmt: skip
     (record,) = store.tool_records(result.run_id).values()
     assert record.output == "HEY" * 50
@@ -153,3 +154,49 @@ def test_run_ids_by_unique_prefix(tmp_path: Path) -> None:
         store.run("zzz")
     with pytest.raises(ConfigError, match="no run"):
         store.run("%")
+
+
+@pytest.mark.parametrize(
+    "replies",
+    [
+        # parallel calls with an error and an unknown tool, then an answer
+        [
+            AssistantMessage(
+                tool_calls=(
+                    ToolCall("a", "shout", '{"text": "x"}'),
+                    ToolCall("b", "nope", "{}"),
+                    ToolCall("c", "shout", "{bad json"),
+                )
+            ),
+            "done",
+        ],
+        # a reply cut off mid-call: answered without running, then an answer
+        [
+            AssistantMessage(
+                tool_calls=(ToolCall("a", "shout", '{"te'),), stop_reason="max_tokens"
+            ),
+            "done",
+        ],
+        # two turns, duplicate ids repaired by the loop
+        [
+            AssistantMessage(
+                tool_calls=(
+                    ToolCall("x", "shout", '{"text": "1"}'),
+                    ToolCall("x", "shout", '{"text": "2"}'),
+                )
+            ),
+            AssistantMessage(tool_calls=(ToolCall("x", "shout", '{"text": "3"}'),)),
+            "done",
+        ],
+    ],
+)
+def test_the_logged_transcript_is_the_runs_transcript(
+    tmp_path: Path, replies: list[AssistantMessage | str]
+) -> None:
+    store = RunStore(tmp_path / "log.db")
+    history = (UserMessage("earlier"), AssistantMessage("answer"))
+    result = Agent(ScriptedModel(replies), tools=[shout], store=store).run_sync(
+        "go", history=history
+    )
+    assert result.run_id is not None
+    assert store.messages(result.run_id) == result.messages

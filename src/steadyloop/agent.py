@@ -147,7 +147,7 @@ class Agent:
                 history=history,
                 config={**self.describe(), "tools": [t.name for t in dispatcher.tools]},
             )
-            notify = _fan_out(store.recorder(run_id), stream_to)
+            notify = _fan_out(store.recorder(run_id, next_seq=len(history)), stream_to)
         run = Run(
             self, dispatcher, prompt, history, notify, streaming=stream_to is not None,
             run_id=run_id,
@@ -276,7 +276,8 @@ async def _logged(run: Run, store: RunStore | None) -> RunResult:
     except BaseException as exc:
         store.mark(run.run_id, "error", f"{type(exc).__name__}: {exc}", usage=run.usage)
         raise
-    store.flush()
+    # Off the loop's thread, so other runs on this loop go on while this one's log commits.
+    await asyncio.to_thread(store.flush)
     return result
 
 

@@ -12,15 +12,38 @@ import logging
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from steadyloop.errors import SteadyloopError
 
-__all__ = ["LogWriter"]
+__all__ = ["LogWriter", "Statements"]
 
 logger = logging.getLogger("steadyloop.store")
 
-Write = Callable[[sqlite3.Connection], None]
+
+class Statements:
+    """What a write is handed: runs of the same statement are sent with one `executemany`."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._sql: str | None = None
+        self._rows: list[Sequence[Any]] = []
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
+        if sql != self._sql:
+            self.send()
+            self._sql = sql
+        self._rows.append(parameters)
+
+    def send(self) -> None:
+        """Sends what is collected."""
+        if self._sql is not None:
+            self._db.executemany(self._sql, self._rows)
+        self._sql, self._rows = None, []
+
+
+Write = Callable[[Statements], None]
 
 
 class LogWriter:
@@ -86,8 +109,10 @@ class LogWriter:
         with self._lock:
             try:
                 self._db.execute("BEGIN")
+                statements = Statements(self._db)
                 for write in writes:
-                    write(self._db)
+                    write(statements)
+                statements.send()
                 self._db.execute("COMMIT")
             except BaseException as exc:
                 logger.exception("writing the run log failed")

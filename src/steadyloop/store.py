@@ -35,8 +35,15 @@ from steadyloop.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from steadyloop.logwriter import LogWriter
-from steadyloop.messages import Message, ToolCall, ToolResult, Usage, message_from_dict
+from steadyloop.logwriter import LogWriter, Statements
+from steadyloop.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResult,
+    Usage,
+    message_from_dict,
+)
 
 __all__ = ["LoggedEvent", "RunInfo", "RunStore", "ToolRecord"]
 
@@ -114,6 +121,13 @@ class ToolRecord:
     duration: float
     attempts: int
 
+    @classmethod
+    def from_event(cls, event: LoggedEvent) -> ToolRecord:
+        """The record in a `tool_finished` event."""
+        data = event.data
+        call = ToolCall.from_dict(data["call"])
+        return cls(call, _result(data), data["output"], data["duration"], data["attempts"])
+
 
 class RunStore:
     """An append-only run log in one SQLite file (created, with its folder, on first use)."""
@@ -179,7 +193,7 @@ class RunStore:
         )  # fmt: skip
         history = tuple(history)
 
-        def write(db: sqlite3.Connection) -> None:
+        def write(db: Statements) -> None:
             db.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, 'running', NULL, NULL, ?)", row
             )
@@ -189,20 +203,37 @@ class RunStore:
         self._writer.submit(write)
         return run_id
 
-    def recorder(self, run_id: str) -> Callable[[Event], None]:
-        """A callback that logs each event of run `run_id` as it happens."""
-        self.flush()
-        next_seq = self._next_seq(run_id)
+    def recorder(self, run_id: str, next_seq: int | None = None) -> Callable[[Event], None]:
+        """A callback that logs each event of run `run_id` as it happens.
+
+        `next_seq` is the sequence number of its next event when the caller knows it (a run
+        just started logs its history as events 0..n-1); otherwise it is read from the log.
+        """
+        if next_seq is None:
+            self.flush()
+            next_seq = self._next_seq(run_id)
         submit = self._writer.submit
+        # Calls whose `tool_finished` row already holds their result: the result's own
+        # message row would repeat it (the transcript is rebuilt from both, see `messages`).
+        finished: set[str] = set()
 
         def record(event: Event) -> None:
             nonlocal next_seq
             if isinstance(event, _NOT_LOGGED):
                 return
+            if isinstance(event, ToolCallFinished):
+                finished.add(event.call.id)
+            elif (
+                isinstance(event, MessageAdded)
+                and isinstance(event.message, ToolResult)
+                and event.message.call_id in finished
+            ):
+                finished.discard(event.message.call_id)
+                return
             seq, at = next_seq, time.time()
             next_seq += 1
 
-            def write(db: sqlite3.Connection) -> None:
+            def write(db: Statements) -> None:
                 kind, data = _row(event)
                 _insert(db, run_id, seq, at, kind, data)
                 if isinstance(event, RunFinished):
@@ -220,7 +251,7 @@ class RunStore:
             status, error, time.time(), json.dumps(usage.to_dict()) if usage else None, run_id,
         )  # fmt: skip
 
-        def write(db: sqlite3.Connection) -> None:
+        def write(db: Statements) -> None:
             db.execute(
                 "UPDATE runs SET status = ?, error = ?, updated = ?, "
                 "usage = COALESCE(?, usage) WHERE id = ?",
@@ -278,23 +309,48 @@ class RunStore:
         return [LoggedEvent(seq, at, kind, json.loads(data)) for seq, at, kind, data in rows]
 
     def messages(self, run_id: str) -> tuple[Message, ...]:
-        """The run's transcript as logged: history, then everything the run appended."""
-        return tuple(
-            message_from_dict(e.data["message"]) for e in self.events(run_id) if e.kind == "message"
-        )
+        """The run's transcript as logged: history, then everything the run appended.
+
+        A reply's results are in the transcript once every one of its calls has an answer in
+        the log (from its `tool_finished` row or its own message row), in call order, as the
+        loop appends them; a batch cut short by a crash is left unanswered for `resume`.
+        """
+        out: list[Message] = []
+        finished: dict[str, ToolResult] = {}
+        calls: list[ToolCall] = []  # the latest reply's calls, while their results may follow
+        logged: dict[str, ToolResult] = {}  # results of those calls with a message row
+
+        def close_batch() -> None:
+            answers = [logged.get(c.id) or finished.get(c.id) for c in calls]
+            if all(answers):
+                out.extend(a for a in answers if a is not None)
+            else:
+                out.extend(logged[c.id] for c in calls if c.id in logged)
+            calls.clear()
+            logged.clear()
+
+        for event in self.events(run_id):
+            if event.kind == "tool_finished":
+                finished[event.data["call"]["id"]] = _result(event.data)
+            elif event.kind == "message":
+                message = message_from_dict(event.data["message"])
+                if isinstance(message, ToolResult) and any(c.id == message.call_id for c in calls):
+                    logged[message.call_id] = message
+                    continue
+                close_batch()
+                out.append(message)
+                if isinstance(message, AssistantMessage):
+                    calls.extend(message.tool_calls)
+        close_batch()
+        return tuple(out)
 
     def tool_records(self, run_id: str) -> dict[str, ToolRecord]:
         """The answered tool calls of the run, by call id (the last answer wins)."""
         records: dict[str, ToolRecord] = {}
         for event in self.events(run_id):
             if event.kind == "tool_finished":
-                data = event.data
-                result = message_from_dict(data["result"])
-                assert isinstance(result, ToolResult)
-                call = ToolCall.from_dict(data["call"])
-                records[call.id] = ToolRecord(
-                    call, result, data["output"], data["duration"], data["attempts"]
-                )
+                record = ToolRecord.from_event(event)
+                records[record.call.id] = record
         return records
 
     # -- JSONL -------------------------------------------------------------------------------
@@ -354,14 +410,19 @@ _NOT_LOGGED = (RunStarted, TextDelta, ToolCallDelta, ToolCallStarted)
 
 
 def _insert(
-    db: sqlite3.Connection, run_id: str, seq: int, at: float, kind: str, data: Mapping[str, Any]
+    db: sqlite3.Connection | Statements,
+    run_id: str,
+    seq: int,
+    at: float,
+    kind: str,
+    data: Mapping[str, Any],
 ) -> None:
     db.execute(
         "INSERT INTO events VALUES (?, ?, ?, ?, ?)", (run_id, seq, at, kind, json.dumps(data))
     )
 
 
-def _update(db: sqlite3.Connection, run_id: str, stop_reason: str, usage: Usage) -> None:
+def _update(db: Statements, run_id: str, stop_reason: str, usage: Usage) -> None:
     status = "answered" if stop_reason in ("end_turn", "max_tokens") else "limit"
     db.execute(
         "UPDATE runs SET status = ?, stop_reason = ?, usage = ?, updated = ? WHERE id = ?",
@@ -374,9 +435,12 @@ def _row(event: Event) -> tuple[str, Mapping[str, Any]]:
     if isinstance(event, MessageAdded):
         return "message", {"index": event.index, **_msg(event.message)}
     if isinstance(event, ToolCallFinished):
+        result = event.result.to_dict()
+        if result["content"] == event.output:
+            del result["content"]  # not truncated: the output is what the model read
         return "tool_finished", {
             "call": event.call.to_dict(),
-            "result": event.result.to_dict(),
+            "result": result,
             "output": event.output,
             "duration": event.duration,
             "attempts": event.attempts,
@@ -410,6 +474,13 @@ def _row(event: Event) -> tuple[str, Mapping[str, Any]]:
             "usage": event.result.usage.to_dict(),
         }
     raise TypeError(f"no log row for {type(event).__name__}")
+
+
+def _result(data: Mapping[str, Any]) -> ToolResult:
+    """The result a `tool_finished` row records (its content is the output unless truncated)."""
+    result = message_from_dict({"content": data["output"], **data["result"]})
+    assert isinstance(result, ToolResult)
+    return result
 
 
 def _run_info(row: Sequence[Any]) -> RunInfo:

@@ -15,7 +15,7 @@ from steadyloop.messages import (
     UserMessage,
     message_from_dict,
 )
-from steadyloop.store import RunInfo, RunStore
+from steadyloop.store import RunInfo, RunStore, ToolRecord
 
 __all__ = ["render_runs", "render_transcript", "transcript_json"]
 
@@ -57,6 +57,9 @@ def _transcript_lines(store: RunStore, info: RunInfo, *, full: bool) -> Iterator
                 f"\n── turn {data['turn']} · context {data['context_tokens']:,}/"
                 f"{data['max_context_tokens']:,} tokens ──"
             )
+        elif event.kind == "tool_finished":
+            record = ToolRecord.from_event(event)
+            yield from _result_lines(record.result, record, record.duration, full=full)
         elif event.kind == "model_retry":
             yield f"  ↻ model call failed ({data['error']}); attempt {data['attempt']}"
         elif event.kind == "limit":
@@ -79,16 +82,23 @@ def _message_lines(message: Any, records: dict[str, Any], *, full: bool) -> Iter
             args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
             yield f"assistant → {call.name}({args})  [{call.id}]"
     elif isinstance(message, ToolResult):
-        mark = "✗ error" if message.is_error else "✓"
-        record = records.get(message.call_id)
-        note = ""
-        if record is not None and len(record.output) > len(message.content):
-            note = f"  [truncated: {len(record.output):,} characters, model read the ends]"
-        yield f"tool {mark} {message.name} [{message.call_id}]{note}: {message.content}"
-        if full and note and record is not None:
-            yield f"  full output:\n{record.output}"
+        yield from _result_lines(message, records.get(message.call_id), None, full=full)
     elif isinstance(message, Summary):
         yield f"\n── compaction: {message.replaced} earlier messages summarised ──\n{message.text}"
+
+
+def _result_lines(
+    result: ToolResult, record: ToolRecord | None, duration: float | None, *, full: bool
+) -> Iterator[str]:
+    """A tool result; `duration` when shown as the call finished, with its full output."""
+    mark = "✗ error" if result.is_error else "✓"
+    took = f" {duration:.2f}s" if duration is not None else ""
+    note = ""
+    if record is not None and len(record.output) > len(result.content):
+        note = f"  [truncated: {len(record.output):,} characters, model read the ends]"
+    yield f"tool {mark} {result.name} [{result.call_id}]{took}{note}: {result.content}"
+    if full and note and record is not None:
+        yield f"  full output:\n{record.output}"
 
 
 def transcript_json(store: RunStore, run_id: str) -> str:
