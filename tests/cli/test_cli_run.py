@@ -285,3 +285,15 @@ def test_ctrl_c_mid_tool_exits_130_and_can_resume(home: Path, tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert "charge_slow [error]: cancelled" in done.stdout
     assert calls.read_text().split().count("charge_slow") == 1
+
+
+def test_tools_from_an_mcp_server_on_the_command_line(
+    capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    server = Path(sys.executable).parent / "mcp-server-time"
+    code, out, err = run_cli(capsys, "run", "--mcp", str(server), "--model", "test", "time?")
+    assert code == 0, err
+    assert "- get_current_time [" in out
+    assert "- convert_time [" in out
+    (run,) = RunStore(home / "runs.db").runs()
+    assert run.config["mcp"] == [str(server)]
