@@ -820,3 +820,18 @@ async def test_a_retry_after_longer_than_allowed_fails_at_once() -> None:
     with pytest.raises(ModelError, match="quota resets in an hour"):
         await agent.run("go")
     assert len(model.requests) == 1
+
+
+async def test_calls_left_open_earlier_in_a_history_are_not_answered_out_of_place() -> None:
+    history = (
+        UserMessage("first"),
+        AssistantMessage(tool_calls=(ToolCall("old", "lookup", "{}"),)),
+        UserMessage("never mind that"),
+        AssistantMessage("ok"),
+    )
+    model = ScriptedModel(["fine"])
+    result = await Agent(model, backoff=Backoff.none()).run("again", history=history)
+    # nothing is appended after "ok" for the old call: that would put a result after a user
+    # message; adapters pair such a call at the wire instead
+    assert result.messages[len(history)] == UserMessage("again")
+    assert not [m for m in result.messages if isinstance(m, ToolResult)]

@@ -255,11 +255,16 @@ class Run:
         before the stop gets its logged result, an idempotent one is run again, and any other is
         answered "interrupted" rather than risk doing its effect twice.
         """
+        # Only a reply at the end (followed by nothing but results) can still be answered in
+        # place; calls left open earlier in a history are paired at the wire by the adapters.
         entries = self.transcript.entries
-        last = next((m for m in reversed(entries) if isinstance(m, AssistantMessage)), None)
-        if last is None:
+        tail = len(entries)
+        while tail and isinstance(entries[tail - 1], ToolResult):
+            tail -= 1
+        last = entries[tail - 1] if tail else None
+        if not isinstance(last, AssistantMessage):
             return
-        answered = {m.call_id for m in entries if isinstance(m, ToolResult)}
+        answered = {m.call_id for m in entries[tail:] if isinstance(m, ToolResult)}
         unanswered = [c for c in last.tool_calls if c.id not in answered]
         if not unanswered:
             return
