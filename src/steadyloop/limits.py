@@ -19,7 +19,7 @@ from steadyloop.messages import (
     UserMessage,
 )
 
-__all__ = ["Limits", "RepeatGuard", "TokenEstimator", "estimate_text_tokens", "estimate_tokens"]
+__all__ = ["Limits", "RepeatGuard", "TokenEstimator", "estimate_tokens"]
 
 TokenEstimator = Callable[[Message], int]
 
@@ -49,11 +49,6 @@ class Limits:
                     f"Limits.{name} must be a positive int, got {value!r}; every run needs a "
                     "finite limit"
                 )
-
-
-def estimate_text_tokens(text: str) -> int:
-    """About four characters a token: cheap, and close enough for a budget check."""
-    return len(text) // _CHARS_PER_TOKEN + 1
 
 
 def estimate_tokens(message: Message) -> int:

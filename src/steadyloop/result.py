@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from steadyloop.messages import AssistantMessage, Message, Usage
+from steadyloop.messages import Message, Usage
 
 __all__ = ["RunResult"]
 
@@ -23,11 +23,3 @@ class RunResult:
     stop_reason: str
     usage: Usage
     run_id: str | None = None
-
-    @property
-    def last_reply(self) -> AssistantMessage | None:
-        """The model's last reply in this transcript, if any."""
-        for message in reversed(self.messages):
-            if isinstance(message, AssistantMessage):
-                return message
-        return None
