@@ -19,7 +19,7 @@ from steadyloop.messages import (
     UserMessage,
 )
 
-__all__ = ["Limits", "RepeatGuard", "TokenEstimator", "estimate_tokens"]
+__all__ = ["Limits", "RepeatGuard", "TokenEstimator", "canonical_arguments", "estimate_tokens"]
 
 TokenEstimator = Callable[[Message], int]
 
@@ -91,7 +91,7 @@ class RepeatGuard:
         if not result.is_error:
             self._last, self._count = None, 0
             return False
-        key = (call.name, _canonical_arguments(call.arguments), result.content)
+        key = (call.name, canonical_arguments(call.arguments), result.content)
         if key == self._last:
             self._count += 1
         else:
@@ -106,7 +106,7 @@ class RepeatGuard:
         hit: ToolResult | None = None
         for call, result in answered:
             if result.is_error:
-                key = (call.name, _canonical_arguments(call.arguments), result.content)
+                key = (call.name, canonical_arguments(call.arguments), result.content)
                 if key in failed:
                     continue
                 failed.add(key)
@@ -115,11 +115,14 @@ class RepeatGuard:
         return hit
 
 
-def _canonical_arguments(arguments: str | Mapping[str, Any]) -> str:
+def canonical_arguments(arguments: str | Mapping[str, Any]) -> str:
+    """One text for equal arguments however they were sent: JSON with sorted keys, blank or
+    `null` as `{}`; text that is not JSON stays as it is."""
     value: Any = arguments
     if isinstance(arguments, str):
+        text = arguments.strip()
         try:
-            value = json.loads(arguments)
+            value = json.loads(text) if text and text != "null" else {}
         except ValueError:
             return arguments
     return json.dumps(value, sort_keys=True, default=str)

@@ -16,7 +16,7 @@ from typing import Any
 from steadyloop.agent import Agent
 from steadyloop.compaction import Compaction
 from steadyloop.errors import LimitExceeded, ModelError, ToolError
-from steadyloop.limits import Limits
+from steadyloop.limits import Limits, canonical_arguments
 from steadyloop.messages import AssistantMessage, Message, Summary
 from steadyloop.result import RunResult
 from steadyloop.store import RunStore, ToolRecord
@@ -109,10 +109,10 @@ class RecordedTool(Tool):
         super().__init__(ToolSpec(name, f"recorded outputs of {name}", {"type": "object"}))
         self._outputs: dict[str, deque[ToolRecord]] = defaultdict(deque)
         for record in records:
-            self._outputs[_key(record.call.arguments)].append(record)
+            self._outputs[canonical_arguments(record.call.arguments)].append(record)
 
     def bind(self, arguments: Mapping[str, Any]) -> BoundCall:
-        return BoundCall(self._answer, {"key": _key(arguments)}, is_async=True)
+        return BoundCall(self._answer, {"key": canonical_arguments(arguments)}, is_async=True)
 
     async def _answer(self, key: str) -> str:
         waiting = self._outputs.get(key)
@@ -129,12 +129,3 @@ def _recorded_tools(names: Sequence[str], records: Iterable[ToolRecord]) -> list
     for record in records:
         by_name[record.call.name].append(record)
     return [RecordedTool(name, by_name.get(name, [])) for name in names]
-
-
-def _key(arguments: str | Mapping[str, Any]) -> str:
-    if isinstance(arguments, str):
-        try:
-            return json.dumps(json.loads(arguments or "{}"), sort_keys=True)
-        except ValueError:
-            return arguments
-    return json.dumps(dict(arguments), sort_keys=True, default=str)
