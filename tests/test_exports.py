@@ -14,6 +14,7 @@ EXPECTED = {
     "Message",
     "ModelError",
     "RepeatLimitExceeded",
+    "RunLogError",
     "RunResult",
     "SteadyloopError",
     "Summary",

@@ -67,13 +67,14 @@ async def test_resume_after_cancellation(tmp_path: Path) -> None:
     second = Agent(FunctionModel(answer), tools=[quick, lookup, pay], store=store)
     result = await second.resume(run.id)
     assert result.output == "all settled"
-    # An orderly stop (cancellation, Ctrl-C) answered the calls in flight "cancelled" in the
-    # log; the resumed run goes on from that valid transcript and runs nothing again.
-    assert runs == ["quick", "lookup", "pay"]
+    # An orderly stop (cancellation, Ctrl-C) leaves the calls in flight open in the log: the
+    # idempotent one runs again, the other is answered "interrupted", the finished one is kept.
+    assert runs == ["quick", "lookup", "pay", "lookup"]
     results = {r.name: r for r in seen[0]}
+    assert [r.name for r in seen[0]] == ["quick", "lookup", "pay"]
     assert results["quick"].content == "quick ok"
-    assert results["lookup"].content.startswith("cancelled")
-    assert results["pay"].content.startswith("cancelled")
+    assert results["lookup"].content == "looked up"
+    assert results["pay"].content.startswith("interrupted")
     assert store.run(run.id).status == "answered"
     assert result.run_id == run.id
 
@@ -129,6 +130,7 @@ def test_resume_of_a_killed_run_settles_unfinished_calls(tmp_path: Path) -> None
     record(MessageAdded(1, reply))
     record(ToolCallFinished(reply.tool_calls[0], ToolResult("1", "fast", "fast ok"), "fast ok",
                             0.01, 1))  # fmt: skip
+    store.release(run_id)  # as the operating system does when the process dies
 
     agent = Agent(ScriptedModel(["done"]), tools=[fast, read, write], store=store)
     result = asyncio.run(agent.resume(run_id))

@@ -101,9 +101,15 @@ async def test_cancelled_mid_tool_leaves_a_valid_resumable_log(tmp_path: Path) -
         await task
     (run,) = store.runs()
     assert run.status == "interrupted"
+    # The call's outcome is unknown, so the log leaves it open for `resume` to settle.
     messages = store.messages(run.id)
-    assert isinstance(messages[-1], ToolResult)
-    assert messages[-1].content.startswith("cancelled")
+    assert isinstance(messages[-1], AssistantMessage)
+    assert [c.id for c in messages[-1].tool_calls] == ["w"]
+    agent.model = ScriptedModel(["after"])
+    resumed = await agent.resume(run.id)
+    (answer,) = [m for m in resumed.messages if isinstance(m, ToolResult)]
+    assert answer.is_error
+    assert answer.content.startswith("interrupted")
 
 
 def test_jsonl_round_trip_is_loss_free(tmp_path: Path) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from steadyloop.compaction import Compaction
 from steadyloop.dispatch import Dispatcher
@@ -46,7 +47,12 @@ class Agent:
         model_retries: extra attempts of a model call that failed with a retryable error (after
             the SDK's own retries).
         estimate_tokens: the token estimate for messages appended since the provider's count.
-        store: the run log: a `RunStore` or the path of its SQLite file (None: no log).
+        store: the run log: a `RunStore` or the path of its SQLite file (None: no log). A
+            store the agent opened from a path is closed by `aclose()`.
+        durability: "turn" (default) commits each model reply to the log before any of its
+            calls starts and each tool result before the model reads it, so a kill re-runs at
+            most the calls in flight; "batch" lets the log writer gather events for a few
+            milliseconds (faster; a kill may lose the last of them).
         metadata: extra JSON-able facts logged with each run (the CLI records its tool files).
     """
 
@@ -64,6 +70,7 @@ class Agent:
         model_retries: int = 2,
         estimate_tokens: TokenEstimator = estimate_tokens,
         store: RunStore | str | Path | None = None,
+        durability: Literal["turn", "batch"] = "turn",
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         if max_tool_output < 0:
@@ -72,6 +79,8 @@ class Agent:
             raise ConfigError(f"tool_timeout must be > 0 seconds, got {tool_timeout}")
         if model_retries < 0:
             raise ConfigError(f"model_retries must be >= 0, got {model_retries}")
+        if durability not in ("turn", "batch"):
+            raise ConfigError(f'durability must be "turn" or "batch", got {durability!r}')
         self.model = resolve_model(model)
         self.instructions = instructions
         self.limits = limits if limits is not None else Limits()
@@ -82,13 +91,15 @@ class Agent:
         self.model_retries = model_retries
         self.estimate_tokens = estimate_tokens
         self.metadata = dict(metadata or {})
+        self.durability = durability
         self._store = store
+        self._owns_store = not _is_store(store)
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
         self.tools: tuple[Tool, ...] = tuple(
             as_tool(t) for t in tools if not isinstance(t, Toolset)
         )
         _check_unique(self.tools)
-        self._executor: ThreadPoolExecutor | None = None
+        self._tool_threads = _ToolThreads()
         self._dispatcher: Dispatcher | None = None if self.toolsets else self._make_dispatcher([])
 
     async def run(
@@ -115,20 +126,27 @@ class Agent:
         from steadyloop.resume import resume_point
 
         store = self._require_store("resume")
-        point = resume_point(store, run_id)
-        run = Run(
-            self,
-            await self._dispatcher_for_run(),
-            None,
-            point.messages,
-            _fan_out(store.recorder(point.run_id), on_event),
-            streaming=on_event is not None,
-            run_id=point.run_id,
-            turns_used=point.turns_used,
-            usage=point.usage,
-            recovered=point.recovered,
-        )
-        store.mark(point.run_id, "running")
+        run_id = await asyncio.to_thread(lambda: store.run(run_id).id)
+        store.claim(run_id)
+        try:
+            point = await asyncio.to_thread(resume_point, store, run_id)
+            run = Run(
+                self,
+                await self._dispatcher_for_run(),
+                None,
+                point.messages,
+                _fan_out(self._recorder(store, run_id), on_event),
+                streaming=on_event is not None,
+                run_id=run_id,
+                commit=self._committer(store, run_id),
+                turns_used=point.turns_used,
+                usage=point.usage,
+                recovered=point.recovered,
+            )
+            store.mark(run_id, "running")
+        except BaseException:
+            store.release(run_id)
+            raise
         return await _logged(run, store)
 
     async def _start(
@@ -139,7 +157,7 @@ class Agent:
     ) -> RunResult:
         dispatcher = await self._dispatcher_for_run()
         store = self.store
-        notify, run_id = stream_to, None
+        notify, run_id, commit = stream_to, None, None
         if store is not None:
             run_id = store.start_run(
                 model=self.model.name,
@@ -147,12 +165,24 @@ class Agent:
                 history=history,
                 config={**self.describe(), "tools": [t.name for t in dispatcher.tools]},
             )
-            notify = _fan_out(store.recorder(run_id, next_seq=len(history)), stream_to)
+            notify = _fan_out(self._recorder(store, run_id, len(history)), stream_to)
+            commit = self._committer(store, run_id)
         run = Run(
             self, dispatcher, prompt, history, notify, streaming=stream_to is not None,
-            run_id=run_id,
+            run_id=run_id, commit=commit,
         )  # fmt: skip
         return await _logged(run, store)
+
+    def _recorder(
+        self, store: RunStore, run_id: str, next_seq: int | None = None
+    ) -> Callable[[Event], None]:
+        return store.recorder(run_id, next_seq)
+
+    def _committer(self, store: RunStore, run_id: str) -> Callable[[], Awaitable[None]] | None:
+        """The write-ahead points of a "turn" run: None (no forced commits) for "batch"."""
+        if self.durability == "batch":
+            return None
+        return functools.partial(store.commit, run_id)
 
     def run_sync(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:
         """`run` for code without a running event loop."""
@@ -191,6 +221,16 @@ class Agent:
             self._store = RunStore(self._store)
         return self._store
 
+    def close_store(self) -> None:
+        """Closes the run log if this agent opened it from a path (a `RunStore` passed in
+        belongs to the caller); it opens again on the next run."""
+        from steadyloop.store import RunStore
+
+        if self._owns_store and isinstance(self._store, RunStore):
+            path = self._store.path
+            self._store.close()
+            self._store = path
+
     def _require_store(self, action: str) -> RunStore:
         store = self.store
         if store is None:
@@ -220,13 +260,13 @@ class Agent:
         }
 
     async def aclose(self) -> None:
-        """Stops toolsets (MCP servers), releases the model's connections and tool threads."""
+        """Stops toolsets (MCP servers), releases the model's connections and tool threads, and
+        closes the run log the agent opened (committing what is queued)."""
         for toolset in self.toolsets:
             await toolset.aclose()
         await self.model.aclose()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        self._tool_threads.shutdown()
+        await asyncio.to_thread(self.close_store)
 
     async def __aenter__(self) -> Agent:
         return self
@@ -248,13 +288,9 @@ class Agent:
             tool_timeout=self.tool_timeout,
             max_output=self.max_tool_output,
             backoff=self.backoff,
-            executor=self._tool_executor,
+            executor=self._tool_threads.get,
         )
 
-    def _tool_executor(self) -> Executor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="steadyloop-tool")
-        return self._executor
 
     def __repr__(self) -> str:
         names = ", ".join(t.name for t in self.tools)
@@ -262,22 +298,26 @@ class Agent:
 
 
 async def _logged(run: Run, store: RunStore | None) -> RunResult:
-    """Runs `run`, marking in the log how it ended when it did not end by answering."""
+    """Runs `run`, marking in the log how it ended when it did not end by answering, and
+    releasing its claim however it ended."""
     if store is None or run.run_id is None:
         return await run.execute()
+    run_id = run.run_id
     try:
         result = await run.execute()
     except LimitExceeded:
-        store.flush()
+        await asyncio.to_thread(store.flush)
         raise
     except (asyncio.CancelledError, KeyboardInterrupt):
-        store.mark(run.run_id, "interrupted", usage=run.usage)
+        store.mark(run_id, "interrupted", usage=run.usage)
         raise
     except BaseException as exc:
-        store.mark(run.run_id, "error", f"{type(exc).__name__}: {exc}", usage=run.usage)
+        store.mark(run_id, "error", f"{type(exc).__name__}: {exc}", usage=run.usage)
         raise
+    finally:
+        store.release(run_id)
     # Off the loop's thread, so other runs on this loop go on while this one's log commits.
-    await asyncio.to_thread(store.flush)
+    await store.commit(run_id)
     return result
 
 
@@ -292,6 +332,33 @@ def _fan_out(
         second(event)
 
     return both
+
+
+class _ToolThreads:
+    """The agent's threads for sync tools, started on first use.
+
+    Its own object, so that the dispatcher holds no reference back to the agent: an agent
+    nobody holds is freed at once (closing its run log), not at the next garbage collection.
+    """
+
+    def __init__(self) -> None:
+        self._executor: ThreadPoolExecutor | None = None
+
+    def get(self) -> Executor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="steadyloop-tool")
+        return self._executor
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+
+def _is_store(store: object) -> bool:
+    from steadyloop.store import RunStore
+
+    return store is None or isinstance(store, RunStore)
 
 
 def _check_unique(tools: Sequence[Tool]) -> None:

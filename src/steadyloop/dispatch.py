@@ -273,7 +273,7 @@ def _cancel_requested() -> bool:
 
 def _cancelled(call: ToolCall) -> ToolCallFinished:
     result = ToolResult(call.id, call.name, CANCELLED_TEXT, is_error=True)
-    return ToolCallFinished(call, result, CANCELLED_TEXT, 0.0, 0)
+    return ToolCallFinished(call, result, CANCELLED_TEXT, 0.0, 0, cancelled=True)
 
 
 def parse_arguments(raw: str | Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -9,6 +9,7 @@
     │   ├── TurnLimitExceeded           `Limits.max_turns` model calls were made
     │   ├── ContextLimitExceeded        the next request would not fit `Limits.max_context_tokens`
     │   └── RepeatLimitExceeded         the same call failed the same way `max_repeats` times
+    ├── RunLogError                     the run log could not be written or read; `.run_id`
     ├── ToolError                       raised by tool code: the message goes to the model verbatim
     └── FatalToolError                  raised by tool code: stops the run and propagates
 
@@ -31,6 +32,7 @@ __all__ = [
     "LimitExceeded",
     "ModelError",
     "RepeatLimitExceeded",
+    "RunLogError",
     "SteadyloopError",
     "ToolError",
     "TurnLimitExceeded",
@@ -43,6 +45,18 @@ class SteadyloopError(Exception):
 
 class ConfigError(SteadyloopError, ValueError):
     """Raised when something the caller set up cannot work; the message says what to change."""
+
+
+class RunLogError(SteadyloopError):
+    """Raised when the run log failed (disk full, a damaged file, a lock held too long).
+
+    A failed write stops only the run it belongs to (`run_id`); other runs sharing the log go
+    on, and the stopped run can be resumed from what was committed once the cause is fixed.
+    """
+
+    def __init__(self, message: str, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 class ModelError(SteadyloopError):

@@ -95,13 +95,15 @@ class ToolCallStarted:
 @dataclass(frozen=True, slots=True)
 class ToolCallFinished:
     """A tool call was answered. `output` is the full text before truncation (kept for the log);
-    `result` is what the model reads; `attempts` counts tries including retries."""
+    `result` is what the model reads; `attempts` counts tries including retries. `cancelled`:
+    the run stopped before the call finished, so its outcome is unknown."""
 
     call: ToolCall
     result: ToolResult
     output: str
     duration: float
     attempts: int
+    cancelled: bool = False
 
     @property
     def is_error(self) -> bool:

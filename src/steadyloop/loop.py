@@ -8,7 +8,7 @@ valid (every call answered) whatever ends the run.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from steadyloop.errors import (
@@ -68,19 +68,22 @@ class Run:
         *,
         streaming: bool = False,
         run_id: str | None = None,
+        commit: Callable[[], Awaitable[None]] | None = None,
         turns_used: int = 0,
         usage: Usage | None = None,
         recovered: Mapping[str, ToolResult] | None = None,
     ) -> None:
         """`prompt` None resumes: the history is this run's own log, `turns_used` its model
         calls and `usage` so far, and `recovered` the results of calls that finished before it
-        stopped."""
+        stopped. `commit` makes what was recorded so far durable (the run log's write-ahead
+        points)."""
         self.agent = agent
         self.dispatcher = dispatcher
         self.prompt = prompt
         self.notify = notify
         self.streaming = streaming
         self.run_id = run_id
+        self.commit = commit
         self.transcript = Transcript(history, agent.estimate_tokens)
         self.history_length = len(self.transcript)
         self.turns = turns_used
@@ -102,12 +105,14 @@ class Run:
             self._append(UserMessage(prompt))
         while True:
             await self._check_limits()
+            await self._commit()  # every result is logged before the model reads it
             reply = await self._call_model()
             self._append(reply)
             if not reply.tool_calls:
                 if reply.stop_reason == "max_tokens":
                     self.stop_reason = "max_tokens"
                 return self._finish()
+            await self._commit()  # the reply is logged before any of its calls starts
             await self._run_tools(reply)
 
     def result(self) -> RunResult:
@@ -285,6 +290,10 @@ class Run:
             self._append(result or _error_result(call, INTERRUPTED_TEXT.format(name=call.name)))
         if batch.stop is not None:
             raise batch.stop
+
+    async def _commit(self) -> None:
+        if self.commit is not None:
+            await self.commit()
 
     def _append(self, message: Message) -> None:
         self.transcript.append(message)

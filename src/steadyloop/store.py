@@ -10,17 +10,19 @@ recorded, so a process killed at any point leaves a log a run can resume from.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from steadyloop.errors import ConfigError
+from steadyloop.errors import ConfigError, RunLogError
 from steadyloop.events import (
     Compacted,
     Event,
@@ -35,7 +37,7 @@ from steadyloop.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from steadyloop.logwriter import LogWriter, Statements
+from steadyloop.logwriter import BUSY_SECONDS, LogWriter, Statements
 from steadyloop.messages import (
     AssistantMessage,
     Message,
@@ -44,6 +46,7 @@ from steadyloop.messages import (
     Usage,
     message_from_dict,
 )
+from steadyloop.runlock import RunLocks
 
 __all__ = ["LoggedEvent", "RunInfo", "RunStore", "ToolRecord"]
 
@@ -130,48 +133,114 @@ class ToolRecord:
 
 
 class RunStore:
-    """An append-only run log in one SQLite file (created, with its folder, on first use)."""
+    """An append-only run log in one SQLite file (created, with its folder, on first use).
 
-    def __init__(self, path: str | Path) -> None:
+    `read_only=True` opens an existing log for reading only (it never creates one and never
+    writes, not even a checkpoint). `close()` commits what is queued, releases the file and
+    folds the write-ahead log back into it; a store still open at interpreter exit is closed then.
+    """
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path).expanduser()
+        self.read_only = read_only
         self._lock = threading.Lock()
-        self._db = self._open()
+        self._db = self._open_read_only() if read_only else self._open()
         self._writer = LogWriter(self._db, self._lock)
+        self._locks = RunLocks(self.path)
+        self._closer = weakref.finalize(self, _close, self._writer, self._locks, self._db)
 
     def _open(self) -> sqlite3.Connection:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_SECONDS
+            )
+        except (sqlite3.Error, OSError) as exc:
+            raise self._cannot_open(exc) from exc
+        try:
+            # Refuse a log from a newer version before anything (even WAL mode) touches it.
+            self._check_version(db)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-        except (sqlite3.DatabaseError, OSError) as exc:
-            raise ConfigError(
-                f"cannot open the run log {self.path}: {exc}; move the file aside or point "
-                "STEADYLOOP_HOME elsewhere"
-            ) from exc
+            _migrate(db)
+        except BaseException as exc:
+            db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._cannot_open(exc) from exc
+            raise
+        return db
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise ConfigError(f"no run log at {self.path} yet: no run has been logged there")
+        uri = self.path.resolve().as_uri()
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            self._check_version(db)
+        except sqlite3.OperationalError:
+            # A WAL log in a folder we cannot write lacks the shared-memory file a reader needs;
+            # nobody can be writing there, so the file is read as it stands.
+            db.close()
+            db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+            try:
+                self._check_version(db)
+            except sqlite3.Error as exc:
+                db.close()
+                raise self._cannot_open(exc) from exc
+        except sqlite3.Error as exc:
+            db.close()
+            raise self._cannot_open(exc) from exc
+        return db
+
+    def _check_version(self, db: sqlite3.Connection) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             db.close()
             raise ConfigError(
                 f"the run log {self.path} has schema version {version}, newer than this "
                 f"steadyloop understands ({SCHEMA_VERSION}); upgrade steadyloop to read it"
             )
-        for number in range(version + 1, SCHEMA_VERSION + 1):
-            db.execute("BEGIN IMMEDIATE")
-            MIGRATIONS[number - 1](db)
-            db.execute(f"PRAGMA user_version={number}")
-            db.execute("COMMIT")
-        return db
+
+    def _cannot_open(self, exc: BaseException) -> ConfigError:
+        return ConfigError(
+            f"cannot open the run log {self.path}: {exc}; move the file aside or point "
+            "STEADYLOOP_HOME elsewhere"
+        )
 
     def close(self) -> None:
-        """Commits what is queued and closes the file."""
-        self._writer.close()
-        with self._lock:
-            self._db.close()
+        """Commits what is queued, drops this store's run locks and closes the file."""
+        self._closer()
 
     def flush(self) -> None:
         """Returns once every event recorded so far is committed."""
         self._writer.flush()
+
+    async def commit(self, run_id: str) -> None:
+        """Returns once every event recorded so far is committed, without blocking the event
+        loop; raises `RunLogError` when a write of run `run_id` failed."""
+        await self._writer.commit()
+        self._raise_failure(run_id)
+
+    # -- live runs ---------------------------------------------------------------------------
+
+    def claim(self, run_id: str) -> None:
+        """Marks run `run_id` live in this process; `ConfigError` when it is live elsewhere."""
+        try:
+            claimed = self._locks.claim(run_id)
+        except OSError as exc:
+            raise RunLogError(
+                f"cannot lock run {run_id} in {self._locks.path}: {exc}", run_id
+            ) from exc
+        if not claimed:
+            raise ConfigError(
+                f"run {run_id} is still running (in this or another process); wait for it to "
+                "finish or stop it, then resume it"
+            )
+
+    def release(self, run_id: str) -> None:
+        """Ends run `run_id`'s claim: it is no longer live here."""
+        self._locks.release(run_id)
+        self._writer.forget(run_id)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -184,8 +253,10 @@ class RunStore:
         config: Mapping[str, Any],
         run_id: str | None = None,
     ) -> str:
-        """Adds a run (logging its history as its first entries) and returns its id."""
+        """Adds a run (logging its history as its first entries), claims it and returns its id."""
+        self._refuse_if_read_only()
         run_id = run_id or uuid.uuid4().hex
+        self.claim(run_id)
         now = time.time()
         row = (
             run_id, now, now, model, prompt, len(history), json.dumps(dict(config)),
@@ -200,7 +271,7 @@ class RunStore:
             for index, message in enumerate(history):
                 _insert(db, run_id, index, now, "message", {"index": index, **_msg(message)})
 
-        self._writer.submit(write)
+        self._writer.submit(write, run_id)
         return run_id
 
     def recorder(self, run_id: str, next_seq: int | None = None) -> Callable[[Event], None]:
@@ -222,7 +293,11 @@ class RunStore:
             if isinstance(event, _NOT_LOGGED):
                 return
             if isinstance(event, ToolCallFinished):
+                # A call cut short by a stop is left unanswered in the log: its outcome is
+                # unknown, and `resume` runs it again (idempotent) or says so.
                 finished.add(event.call.id)
+                if event.cancelled:
+                    return
             elif (
                 isinstance(event, MessageAdded)
                 and isinstance(event.message, ToolResult)
@@ -239,7 +314,7 @@ class RunStore:
                 if isinstance(event, RunFinished):
                     _update(db, run_id, event.result.stop_reason, event.result.usage)
 
-            submit(write)
+            submit(write, run_id)
 
         return record
 
@@ -258,38 +333,53 @@ class RunStore:
                 values,
             )
 
-        self._writer.submit(write)
+        self._writer.submit(write, run_id, event=False)
         self._writer.flush()
 
+    def _raise_failure(self, run_id: str) -> None:
+        failure = self._writer.failure(run_id)
+        if failure is not None:
+            raise RunLogError(
+                f"run {run_id} stopped: writing the run log {self.path} failed "
+                f"({type(failure).__name__}: {failure}); fix the cause (free disk space, "
+                f"restore the file), then `steadyloop resume {run_id}`",
+                run_id,
+            ) from failure
+
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise ConfigError(f"the run log {self.path} was opened read-only")
+
     def _next_seq(self, run_id: str) -> int:
+        row = self._read("SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?", (run_id,))
+        return int(row[0][0])
+
+    def _read(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """Rows of a query; a failure is a `RunLogError` that names the file."""
         with self._lock:
-            row = self._db.execute(
-                "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?", (run_id,)
-            ).fetchone()
-        return int(row[0])
+            try:
+                return self._db.execute(sql, parameters).fetchall()
+            except sqlite3.Error as exc:
+                raise RunLogError(
+                    f"reading the run log {self.path} failed: {exc}; if the file is damaged, "
+                    "move it aside (its runs can be exported from a copy)"
+                ) from exc
 
     # -- reading -----------------------------------------------------------------------------
 
     def runs(self, limit: int = 20) -> list[RunInfo]:
         """The most recent runs, newest first."""
         self.flush()
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT * FROM runs ORDER BY created DESC LIMIT ?", (limit,)
-            ).fetchall()
+        rows = self._read("SELECT * FROM runs ORDER BY created DESC LIMIT ?", (limit,))
         return [_run_info(row) for row in rows]
 
     def run(self, run_id: str) -> RunInfo:
         """The run with this id, or the only one whose id starts with it (like git)."""
         self.flush()
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT * FROM runs WHERE id = ? OR id LIKE ? ESCAPE '\\' LIMIT 3",
-                (
-                    run_id,
-                    run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",
-                ),
-            ).fetchall()
+        rows = self._read(
+            "SELECT * FROM runs WHERE id = ? OR id LIKE ? ESCAPE '\\' LIMIT 3",
+            (run_id, run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"),
+        )
         exact = [r for r in rows if r[0] == run_id]
         if exact:
             return _run_info(exact[0])
@@ -302,10 +392,9 @@ class RunStore:
     def events(self, run_id: str) -> list[LoggedEvent]:
         """Every logged event of the run, in order."""
         self.flush()
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, at, kind, data FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
-            ).fetchall()
+        rows = self._read(
+            "SELECT seq, at, kind, data FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
+        )
         return [LoggedEvent(seq, at, kind, json.loads(data)) for seq, at, kind, data in rows]
 
     def messages(self, run_id: str) -> tuple[Message, ...]:
@@ -356,48 +445,110 @@ class RunStore:
     # -- JSONL -------------------------------------------------------------------------------
 
     def to_jsonl(self, run_id: str) -> Iterator[str]:
-        """The run as JSON lines: the run row first, then each event; loss-free."""
+        """The run as JSON lines: the run row first, then each event, then an end line that
+        counts the events (so an export cut short is recognised); loss-free."""
         info = self.run(run_id)
-        with self._lock:
-            row = self._db.execute("SELECT * FROM runs WHERE id = ?", (info.id,)).fetchone()
-        columns = [
-            "id", "created", "updated", "model", "prompt", "history", "config", "status",
-            "stop_reason", "error", "usage",
-        ]  # fmt: skip
-        yield json.dumps({"type": "run", **dict(zip(columns, row, strict=True))})
-        for event in self.events(info.id):
+        (row,) = self._read("SELECT * FROM runs WHERE id = ?", (info.id,))
+        yield json.dumps({"type": "run", **dict(zip(RUN_COLUMNS, row, strict=True))})
+        events = self.events(info.id)
+        for event in events:
             yield json.dumps(
                 {"type": "event", "seq": event.seq, "at": event.at, "kind": event.kind,
                  "data": event.data}
             )  # fmt: skip
+        yield json.dumps({"type": "end", "events": len(events)})
 
     def from_jsonl(self, lines: Iterable[str]) -> str:
-        """Adds a run exported with `to_jsonl`; returns its id. Refuses to overwrite a run."""
-        parsed = [json.loads(line) for line in lines if line.strip()]
-        if not parsed or parsed[0].get("type") != "run":
-            raise ConfigError("not a steadyloop run export: the first line must be the run")
-        run = parsed[0]
+        """Adds a run exported with `to_jsonl`; returns its id. Refuses to overwrite a run,
+        and refuses (`ConfigError`, nothing written) anything that is not a whole export."""
+        self._refuse_if_read_only()
+        run, events = read_export(lines)
         self.flush()
         with self._lock:
             try:
-                self._db.execute("BEGIN")
+                self._db.execute("BEGIN IMMEDIATE")
                 self._db.execute(
                     "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        run["id"], run["created"], run["updated"], run["model"], run["prompt"],
-                        run["history"], run["config"], run["status"], run["stop_reason"],
-                        run["error"], run["usage"],
-                    ),
-                )  # fmt: skip
-                for event in parsed[1:]:
+                    tuple(run[column] for column in RUN_COLUMNS),
+                )
+                for event in events:
                     _insert(
                         self._db, run["id"], event["seq"], event["at"], event["kind"], event["data"]
                     )
                 self._db.execute("COMMIT")
-            except sqlite3.IntegrityError as exc:
-                self._db.execute("ROLLBACK")
-                raise ConfigError(f"run {run['id']} is already in {self.path}") from exc
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.IntegrityError):
+                    raise ConfigError(f"run {run['id']} is already in {self.path}") from exc
+                raise RunLogError(f"importing into the run log {self.path} failed: {exc}") from exc
         return str(run["id"])
+
+
+RUN_COLUMNS = (
+    "id", "created", "updated", "model", "prompt", "history", "config", "status", "stop_reason",
+    "error", "usage",
+)  # fmt: skip
+
+
+def read_export(lines: Iterable[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run row and events of a whole export; `ConfigError` naming the first thing wrong."""
+    parsed: list[Any] = []
+    number = 0
+    try:
+        for line in lines:
+            number += 1
+            if line.strip():
+                parsed.append(json.loads(line))
+    except UnicodeDecodeError:
+        raise ConfigError("not a steadyloop run export: the file is not UTF-8 text") from None
+    except ValueError:
+        raise ConfigError(f"not a steadyloop run export: line {number} is not JSON") from None
+    if not parsed or not isinstance(parsed[0], dict) or parsed[0].get("type") != "run":
+        raise ConfigError(
+            "not a steadyloop run export: the first line must be the run (from `steadyloop export`)"
+        )
+    run, *events, end = parsed if len(parsed) > 1 else (*parsed, None)
+    if not isinstance(end, dict) or end.get("type") != "end" or end.get("events") != len(events):
+        raise ConfigError(
+            "the run export is cut short (its end line is missing or does not match): "
+            "export the run again"
+        )
+    missing = [column for column in RUN_COLUMNS if column not in run]
+    if missing:
+        raise ConfigError(f"not a steadyloop run export: the run line lacks {', '.join(missing)}")
+    for number, event in enumerate(events, 2):
+        if (
+            not isinstance(event, dict)
+            or event.get("type") != "event"
+            or not {"seq", "at", "kind", "data"} <= event.keys()
+        ):
+            raise ConfigError(f"not a steadyloop run export: line {number} is not an event")
+    return run, events
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Brings the schema up to date inside one write transaction, so two processes opening a
+    new log at once cannot both migrate it."""
+    if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            MIGRATIONS[number - 1](db)
+            db.execute(f"PRAGMA user_version={number}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _close(writer: LogWriter, locks: RunLocks, db: sqlite3.Connection) -> None:
+    writer.close()
+    locks.close()
+    with contextlib.suppress(sqlite3.Error):
+        db.close()
 
 
 def _msg(message: Message) -> dict[str, Any]:

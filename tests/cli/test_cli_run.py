@@ -108,7 +108,11 @@ def test_bad_tools_files_are_one_line_errors(
 
 
 def test_unknown_run_id(capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ("show", "resume", "replay", "export"):
+    for command in ("show", "replay", "export"):
+        code, _, err = run_cli(capsys, command, "doesnotexist")
+        assert code == 1, command
+        assert "no run log at" in err  # and none was created
+    for command in ("resume", "show", "replay", "export"):
         code, _, err = run_cli(capsys, command, "doesnotexist")
         assert code == 1, command
         assert "no run 'doesnotexist'" in err
@@ -283,8 +287,12 @@ def test_ctrl_c_mid_tool_exits_130_and_can_resume(home: Path, tmp_path: Path) ->
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "charge_slow [error]: cancelled" in done.stdout
+    # Ctrl-C left the slow calls' outcomes unknown: the idempotent fetch runs again, the
+    # charge is not repeated but reported as interrupted.
+    assert "charge_slow [error]: interrupted" in done.stdout
+    assert "fetch_slow [ok]: fetched" in done.stdout
     assert calls.read_text().split().count("charge_slow") == 1
+    assert calls.read_text().split().count("fetch_slow") == 2
 
 
 def test_tools_from_an_mcp_server_on_the_command_line(

@@ -14,7 +14,13 @@ import click
 
 from steadyloop.agent import Agent
 from steadyloop.cli.live import make_view
-from steadyloop.cli.setup import agent_from_config, build_agent, load_tools, open_store
+from steadyloop.cli.setup import (
+    agent_from_config,
+    build_agent,
+    load_tools,
+    open_store,
+    store_path,
+)
 from steadyloop.cli.show import render_runs, render_transcript, transcript_json
 from steadyloop.errors import LimitExceeded, SteadyloopError
 from steadyloop.events import Event, RunStarted
@@ -120,8 +126,11 @@ def resume(run_id: str, model: str | None, as_json: bool) -> None:
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True)
 def logs(limit: int) -> None:
     """List recent runs: id, when, model, turns, tokens, how each ended."""
-    store = _guard(open_store)
-    click.echo(render_runs(store.runs(limit)))
+    if not store_path().exists():
+        click.echo(render_runs([]))
+        return
+    store = _guard(lambda: open_store(read_only=True))
+    click.echo(render_runs(_guard(lambda: store.runs(limit))))
 
 
 @cli.command()
@@ -130,7 +139,7 @@ def logs(limit: int) -> None:
 @click.option("--full", is_flag=True, help="also print untruncated tool output")
 def show(run_id: str, as_json: bool, full: bool) -> None:
     """Show a run's transcript: errors, truncations, compactions and stops marked."""
-    store = _guard(open_store)
+    store = _guard(lambda: open_store(read_only=True))
     text = _guard(
         lambda: (
             transcript_json(store, run_id)
@@ -159,7 +168,7 @@ def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool) -> No
     """Re-run a logged run with its recorded model replies; report where it diverges."""
     from steadyloop.replay import replay_run
 
-    store = _guard(open_store)
+    store = _guard(lambda: open_store(read_only=True))
     info = _guard(lambda: store.run(run_id))
     files = tool_files or tuple(info.config.get("tool_files", ()))
     tools = [] if recorded_tools else _guard(lambda: load_tools(files))
@@ -178,7 +187,7 @@ def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool) -> No
 @click.option("-o", "--output", type=click.File("w"), default="-", help="file (default stdout)")
 def export(run_id: str, output: Any) -> None:
     """Write a run as JSON lines (loss-free; `steadyloop import` reads it back)."""
-    store = _guard(open_store)
+    store = _guard(lambda: open_store(read_only=True))
     for line in _guard(lambda: list(store.to_jsonl(run_id))):
         output.write(line + "\n")
 

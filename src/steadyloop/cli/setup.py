@@ -25,8 +25,9 @@ def store_path() -> Path:
     return Path(home).expanduser() / "runs.db"
 
 
-def open_store() -> RunStore:
-    return RunStore(store_path())
+def open_store(*, read_only: bool = False) -> RunStore:
+    """The run log; commands that only read open it read-only (they never create one)."""
+    return RunStore(store_path(), read_only=read_only)
 
 
 def load_tools(files: Sequence[str]) -> list[Tool]:
