@@ -5,9 +5,11 @@ traceback."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -226,7 +228,7 @@ def _run_to_exit(
 
     async def go() -> RunResult:
         try:
-            with make_view() as view:
+            with _sigterm_cancels_this_task(), make_view() as view:
 
                 def on_event(event: Event) -> None:
                     if isinstance(event, RunStarted) and event.run_id and not seen:
@@ -242,7 +244,7 @@ def _run_to_exit(
     except LimitExceeded as exc:
         _print_answer(exc.result, as_json=as_json, stopped=str(exc))
         sys.exit(EXIT_LIMIT)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM
         hint = f"; continue with: steadyloop resume {seen[0][:12]}" if seen else ""
         click.echo(f"interrupted{hint}", err=True)
         sys.exit(EXIT_INTERRUPTED)
@@ -251,6 +253,24 @@ def _run_to_exit(
         raise Failure(f"{exc}{hint}") from None
     _print_answer(result, as_json=as_json)
     sys.exit(EXIT_ANSWERED)
+
+
+@contextlib.contextmanager
+def _sigterm_cancels_this_task() -> Iterator[None]:
+    """While in the block, SIGTERM cancels the running task as Ctrl-C does, so `kill PID` stops a
+    run in order (logged as interrupted, resumable, exit code 130) instead of leaving it logged
+    as running. Without signal support (Windows, not the main thread) the block runs as is."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None  # entered from a coroutine
+    try:
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    except (NotImplementedError, RuntimeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = None) -> None:
