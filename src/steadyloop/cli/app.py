@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, NoReturn, TypeVar
+from typing import Any, BinaryIO, NoReturn, TypeVar
 
 import click
 
@@ -86,9 +87,10 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
         max_tool_output: int, as_json: bool, no_log: bool) -> None:  # fmt: skip
     """Run an agent on PROMPT ('-' reads it from stdin) and print its answer."""
     if prompt == "-":
-        prompt = sys.stdin.read().strip()
+        prompt = _read_stdin().strip()
         if not prompt:
             raise click.UsageError("the prompt on stdin was empty")
+    prompt = _valid_text(prompt)
     agent = _guard(
         lambda: build_agent(
             model=model,
@@ -214,6 +216,21 @@ def _guard(action: Callable[[], T]) -> T:
         raise Failure(str(exc)) from None
     except OSError as exc:
         raise Failure(f"{exc.strerror or exc}: {exc.filename}") from None
+
+
+def _read_stdin() -> str:
+    """All of stdin; bytes its encoding cannot decode become U+FFFD instead of an error."""
+    binary: BinaryIO | None = getattr(sys.stdin, "buffer", None)
+    if binary is None:  # a text-only stream
+        return sys.stdin.read()
+    return binary.read().decode(sys.stdin.encoding or "utf-8", errors="replace")
+
+
+def _valid_text(text: str) -> str:
+    """`text` with U+FFFD for each lone surrogate: the form in which Python hands over argv bytes
+    that are not valid in the locale's encoding. They cannot be encoded, so the run could not be
+    sent or logged."""
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 def _run_to_exit(
