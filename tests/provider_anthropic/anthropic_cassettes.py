@@ -1,4 +1,4 @@
-"""Reading the recorded Anthropic traffic in ../shared/fixtures/provider-cassettes/.
+"""Reading the recorded Anthropic traffic in tests/fixtures/provider-cassettes/.
 
 Four formats (see that folder's README): pydantic-ai's vcrpy YAML with `parsed_body`, plain
 vcrpy YAML (bodies as text or gzip bytes), dd-trace-py's JSON cassette and opencode's JSON
@@ -21,9 +21,7 @@ from steadyloop.messages import AssistantMessage, Message, ToolResult, UserMessa
 from steadyloop.models.anthropic_wire import parse_message
 from steadyloop.models.wire import ToolNames
 
-CASSETTES = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "provider-cassettes"
-)
+CASSETTES = Path(__file__).resolve().parents[1] / "fixtures" / "provider-cassettes"
 TRANSCRIBED = CASSETTES / "transcribed" / "provider-error-bodies.json"
 NO_NAMES = ToolNames(())
 RECORDINGS = (

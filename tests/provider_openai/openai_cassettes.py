@@ -1,6 +1,6 @@
-"""Reads the recorded provider traffic in `../shared/fixtures/provider-cassettes/` (beside the
-project checkout) into one shape, whatever the recorder: vcrpy YAML (plain, gzip'd or with
-pydantic-ai's `parsed_body`), opencode JSON recordings and the llama-cpp-python captures.
+"""Reads the recorded provider traffic in `tests/fixtures/provider-cassettes/` into one shape,
+whatever the recorder: vcrpy YAML (plain, gzip'd or with pydantic-ai's `parsed_body`), opencode
+JSON recordings and the llama-cpp-python captures.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-CASSETTES = Path(__file__).resolve().parents[2].parent / "shared/fixtures/provider-cassettes"
+CASSETTES = Path(__file__).resolve().parents[1] / "fixtures" / "provider-cassettes"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Real recorded OpenAI Chat, Responses and OpenAI-compatible traffic through the adapters.
 
-Every OpenAI-protocol recording in `../shared/fixtures/provider-cassettes/` goes through the
+Every OpenAI-protocol recording in `tests/fixtures/provider-cassettes/` goes through the
 same parsers the live adapters use; each reply must come out as the right canonical message
 (count, ids, names, arguments, text, stop reason, usage) and each error as the right error.
 Multi-turn recordings are also replayed the other way: the history built from the parsed replies
@@ -29,7 +29,7 @@ from steadyloop.models.openai_errors import error_from_body
 from steadyloop.models.openai_responses import ResponsesStreamParser, responses_input
 from steadyloop.models.wire import ToolNames
 
-if not CASSETTES.is_dir():  # pragma: no cover - the fixtures live beside the checkout
+if not CASSETTES.is_dir():  # pragma: no cover - an empty folder would cover nothing
     pytest.fail(f"provider cassettes not found at {CASSETTES}", pytrace=False)
 
 Call = tuple[str, str, Any]  # id, name, arguments (parsed when JSON)

@@ -5,10 +5,13 @@ traceback."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import re
+import signal
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, BinaryIO, NoReturn, TypeVar
 
 import click
 
@@ -90,9 +93,10 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
         max_tool_output: int, as_json: bool, no_log: bool) -> None:  # fmt: skip
     """Run an agent on PROMPT ('-' reads it from stdin) and print its answer."""
     if prompt == "-":
-        prompt = sys.stdin.read().strip()
+        prompt = _read_stdin().strip()
         if not prompt:
             raise click.UsageError("the prompt on stdin was empty")
+    prompt = _valid_text(prompt)
     agent = _guard(
         lambda: build_agent(
             model=model,
@@ -223,6 +227,21 @@ def _guard(action: Callable[[], T]) -> T:
         raise Failure(f"{exc.strerror or exc}: {exc.filename}") from None
 
 
+def _read_stdin() -> str:
+    """All of stdin; bytes its encoding cannot decode become U+FFFD instead of an error."""
+    binary: BinaryIO | None = getattr(sys.stdin, "buffer", None)
+    if binary is None:  # a text-only stream
+        return sys.stdin.read()
+    return binary.read().decode(sys.stdin.encoding or "utf-8", errors="replace")
+
+
+def _valid_text(text: str) -> str:
+    """`text` with U+FFFD for each lone surrogate: the form in which Python hands over argv bytes
+    that are not valid in the locale's encoding. They cannot be encoded, so the run could not be
+    sent or logged."""
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
+
+
 def _run_to_exit(
     agent: Agent,
     runner: Callable[[Callable[[Event], None]], Awaitable[RunResult]],
@@ -235,7 +254,7 @@ def _run_to_exit(
 
     async def go() -> RunResult:
         try:
-            with make_view() as view:
+            with _sigterm_cancels_this_task(), make_view() as view:
 
                 def on_event(event: Event) -> None:
                     if isinstance(event, RunStarted) and event.run_id and not seen:
@@ -251,7 +270,7 @@ def _run_to_exit(
     except LimitExceeded as exc:
         _print_answer(exc.result, as_json=as_json, stopped=str(exc))
         sys.exit(EXIT_LIMIT)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM
         hint = f"; continue with: steadyloop resume {seen[0][:12]}" if seen else ""
         click.echo(f"interrupted{hint}", err=True)
         sys.exit(EXIT_INTERRUPTED)
@@ -260,6 +279,24 @@ def _run_to_exit(
         raise Failure(f"{exc}{hint}") from None
     _print_answer(result, as_json=as_json)
     sys.exit(EXIT_ANSWERED)
+
+
+@contextlib.contextmanager
+def _sigterm_cancels_this_task() -> Iterator[None]:
+    """While in the block, SIGTERM cancels the running task as Ctrl-C does, so `kill PID` stops a
+    run in order (logged as interrupted, resumable, exit code 130) instead of leaving it logged
+    as running. Without signal support (Windows, not the main thread) the block runs as is."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None  # entered from a coroutine
+    try:
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    except (NotImplementedError, RuntimeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = None) -> None:
