@@ -291,7 +291,6 @@ class Agent:
             executor=self._tool_threads.get,
         )
 
-
     def __repr__(self) -> str:
         names = ", ".join(t.name for t in self.tools)
         return f"Agent({self.model.name!r}, tools=[{names}])"

@@ -178,17 +178,18 @@ class Run:
             if not self.agent.backoff.worth_retrying(exc) or self.agent.model_retries == 0:
                 raise
             wait = exc.retry_after if exc.retry_after is not None else self.agent.backoff.initial
-            failure = exc
+            # The text only: the exception's traceback holds this frame (a reference cycle).
+            failure = str(exc)
         await asyncio.sleep(wait)
         async for attempt in retry_context(
             self.agent.backoff.model_retry_hook, self.agent.model_retries, self.agent.backoff
         ):
             with attempt:
-                self._emit(ModelRetry(self.turns, attempt.num + 1, str(failure), wait))
+                self._emit(ModelRetry(self.turns, attempt.num + 1, failure, wait))
                 try:
                     return await self._request(request)
                 except ModelError as exc:
-                    failure, wait = exc, attempt.next_wait
+                    failure, wait = str(exc), attempt.next_wait
                     raise
         raise AssertionError("unreachable: retry_context yields at least one attempt")
 

@@ -143,6 +143,7 @@ class RunStore:
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path).expanduser()
         self.read_only = read_only
+        self._unmade = False
         self._lock = threading.Lock()
         self._db = self._open_read_only() if read_only else self._open()
         self._writer = LogWriter(self._db, self._lock)
@@ -194,6 +195,15 @@ class RunStore:
 
     def _check_version(self, db: sqlite3.Connection) -> None:
         version = db.execute("PRAGMA user_version").fetchone()[0]
+        # A log whose creator died before making its tables holds no runs; only a writer can
+        # bring an older schema up to date.
+        self._unmade = version == 0
+        if 0 < version < SCHEMA_VERSION and self.read_only:
+            db.close()
+            raise ConfigError(
+                f"the run log {self.path} has an older schema (version {version}); run any "
+                "command that writes to it (such as `steadyloop run`) once to upgrade it"
+            )
         if version > SCHEMA_VERSION:
             db.close()
             raise ConfigError(
@@ -356,6 +366,8 @@ class RunStore:
 
     def _read(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
         """Rows of a query; a failure is a `RunLogError` that names the file."""
+        if self.read_only and self._unmade:
+            return []
         with self._lock:
             try:
                 return self._db.execute(sql, parameters).fetchall()
