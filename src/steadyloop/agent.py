@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
     from steadyloop.store import RunStore
 
 __all__ = ["Agent"]
-
-# Enough threads that a turn's blocking tools really run at once (the default pool has
-# min(32, cores + 4) threads: 6 on a two-core machine).
-TOOL_THREADS = 32
 
 
 class Agent:
@@ -252,8 +249,11 @@ class Agent:
         )
 
     def _tool_executor(self) -> Executor:
+        """Threads for sync tools, with no cap: every sync call in flight, of all concurrent
+        runs, starts at once instead of queueing behind others. The pool starts a thread only
+        when none is idle, so it grows to the most calls that were ever in flight together."""
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="steadyloop-tool")
+            self._executor = ThreadPoolExecutor(sys.maxsize, thread_name_prefix="steadyloop-tool")
         return self._executor
 
     def __repr__(self) -> str:
