@@ -421,6 +421,67 @@ async def test_a_timed_out_sync_call_is_answered_once_whatever_its_thread_does_l
     assert not caplog.records
 
 
+@pytest.mark.parametrize("ignoring", ["waits on", "returns"])
+async def test_an_async_tool_ignoring_its_cancellation_is_timed_out_at_its_deadline(
+    make: Callable[..., Dispatcher], ignoring: str
+) -> None:
+    let_go = asyncio.Event()
+    done = asyncio.Event()
+
+    @tool(timeout=0.05)
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            if ignoring == "waits on":
+                await let_go.wait()
+        finally:
+            done.set()
+        return "finished anyway"
+
+    events: list[Event] = []
+    async with asyncio.timeout(10):  # without a bounded wait the turn would hang on `let_go`
+        batch = await make(stubborn, slow_ok).run(
+            [call("stubborn"), call("slow_ok")], events.append
+        )
+    let_go.set()
+    await done.wait()
+    await asyncio.sleep(0)
+    timed_out, ok = batch.outcomes
+    assert timed_out.result.is_error
+    assert timed_out.result.content == "stubborn timed out after 0.05s"
+    assert ok.result.content == "ok x"
+    finished = [e.call.name for e in events if isinstance(e, ToolCallFinished)]
+    assert sorted(finished) == ["slow_ok", "stubborn"]
+
+
+async def test_cancelling_the_turn_does_not_wait_for_a_tool_that_ignores_it(
+    make: Callable[..., Dispatcher],
+) -> None:
+    started = asyncio.Event()
+    let_go = asyncio.Event()
+    done = asyncio.Event()
+
+    async def stubborn() -> str:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            await let_go.wait()
+        done.set()
+        return "finished anyway"
+
+    task = asyncio.create_task(make(stubborn, instant).run([call("stubborn"), call("instant")]))
+    await started.wait()
+    task.cancel()
+    async with asyncio.timeout(10):
+        batch = await task
+    let_go.set()
+    await done.wait()
+    assert isinstance(batch.stop, asyncio.CancelledError)
+    assert [o.result.content for o in batch.outcomes] == [CANCELLED_TEXT, "instant"]
+
+
 # -- retries ------------------------------------------------------------------------------------
 
 

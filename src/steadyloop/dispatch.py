@@ -17,12 +17,12 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
-from steadyloop.deadline import DeadlinePassed, run_in_thread
+from steadyloop.deadline import DeadlinePassed, await_with_deadline, run_in_thread
 from steadyloop.errors import FatalToolError, ToolError
 from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
 from steadyloop.messages import ToolCall, ToolResult
@@ -86,6 +86,8 @@ class Dispatcher:
         self._backoff = backoff
         self._executor = executor
         self._available = ", ".join(sorted(tools)) or "(none)"
+        # Tasks of async tools that ignored being cancelled at their deadline, until they end.
+        self._lingering: set[asyncio.Task[None]] = set()
 
     async def run(
         self, calls: Sequence[ToolCall], notify: Callable[[Event], None] | None = None
@@ -230,12 +232,12 @@ class Dispatcher:
 
     async def _invoke(self, bound: BoundCall, seconds: float) -> Any:
         if bound.is_async:
-            return await _await_with_deadline(bound.fn(**bound.kwargs), seconds)
+            return await await_with_deadline(bound.fn(**bound.kwargs), seconds, self._lingering)
         context = contextvars.copy_context()
         call = functools.partial(context.run, bound.fn, **bound.kwargs)
         value = await run_in_thread(call, seconds, self._executor())
         if inspect.isawaitable(value):  # a sync callable that hands back an awaitable: its own time
-            value = await _await_with_deadline(value, seconds)
+            value = await await_with_deadline(value, seconds, self._lingering)
         return value
 
     def _unknown_tool(self, name: str) -> str:
@@ -246,16 +248,6 @@ class Dispatcher:
 
 class _TimedOut(_Failure, TimeoutError):
     """Our own deadline expired: retryable like any TimeoutError, worded for the model."""
-
-
-async def _await_with_deadline(awaitable: Awaitable[Any], seconds: float) -> Any:
-    try:
-        async with asyncio.timeout(seconds) as deadline:
-            return await awaitable
-    except TimeoutError:
-        if deadline.expired():
-            raise DeadlinePassed from None
-        raise
 
 
 def _failure(tool_name: str, exc: BaseException) -> _Failure:
