@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
@@ -476,6 +477,34 @@ def test_loader_supports_dataclasses_in_the_file(tmp_path: Path) -> None:
 
     (make_point,) = load_tools_from_file(path)
     assert make_point.render(make_point.bind({"x": 3}).fn(3)).text == '{"x":3}'
+
+
+def test_a_tools_file_imports_modules_next_to_it_as_a_script_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", [*sys.path])
+    before = [*sys.path]
+    write(tmp_path, "RATES = {'apple': 3}\n", "price_table.py")
+    write(tmp_path, "def discount(price: int) -> int:\n    return price - 1\n", "discounts.py")
+    path = write(
+        tmp_path,
+        """
+        from price_table import RATES
+        from steadyloop import tool
+
+        @tool
+        def get_price(item: str) -> int:
+            from discounts import discount  # imported when the tool runs
+
+            return discount(RATES[item])
+        """,
+        "agent_tools.py",
+    )
+
+    (get_price,) = load_tools_from_file(path)
+
+    assert get_price.bind({"item": "apple"}).fn("apple") == 2
+    assert sys.path[: len(before)] == before  # nothing next to the file shadows later imports
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
