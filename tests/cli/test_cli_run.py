@@ -64,6 +64,19 @@ def test_turn_limit_exits_3_with_the_partial_answer(capsys: pytest.CaptureFixtur
     assert "turn limit reached: 1 model calls" in err
 
 
+@pytest.mark.parametrize("options", [[], ["--json"]])
+def test_a_limit_stop_is_printed_once(
+    capsys: pytest.CaptureFixture[str], options: list[str]
+) -> None:
+    code, out, err = run_cli(
+        capsys, "run", "--tools", str(EXAMPLE), "--model", "test", "--max-turns", "1", *options, "x"
+    )
+    assert code == 3
+    assert err.count("turn limit reached") == 1
+    if options:
+        assert json.loads(out)["stopped"] == "turn limit reached: 1 model calls"
+
+
 PRICE_TOOLS = '''
 from cli_pricing import price_of
 from steadyloop import tool

@@ -254,6 +254,9 @@ def _run_to_exit(
 
 
 def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = None) -> None:
+    """The answer on stdout (as JSON with `--json`); a limit stop once on stderr either way."""
+    if stopped:
+        click.echo(f"stopped: {stopped}", err=True)
     if as_json:
         click.echo(
             json.dumps(
@@ -268,7 +271,5 @@ def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = Non
             )
         )
         return
-    if stopped:
-        click.echo(f"stopped: {stopped}", err=True)
     if result.output:
         click.echo(result.output)
