@@ -364,6 +364,124 @@ async def test_a_timeout_raised_by_the_tool_itself_is_not_called_our_deadline(
     assert outcome.result.content == "upstream failed: TimeoutError"
 
 
+async def test_a_sync_call_waiting_for_a_thread_gets_its_whole_time_once_it_starts(
+    release: threading.Event,
+) -> None:
+    ran: list[str] = []
+
+    @tool(timeout=0.05)
+    def hog() -> str:
+        release.wait(30)
+        return "late"
+
+    @tool(timeout=0.2)
+    def quick() -> str:
+        ran.append("quick")
+        return "ran"
+
+    with ThreadPoolExecutor(1) as one_thread:
+        d = Dispatcher(
+            {"hog": hog, "quick": quick},
+            tool_timeout=10.0,
+            max_output=8_000,
+            backoff=Backoff.none(),
+            executor=lambda: one_thread,
+        )
+        # `quick` waits for `hog`'s thread past the time it would have had, had its deadline
+        # counted from the hand-off rather than from its start.
+        asyncio.get_running_loop().call_later(0.3, release.set)
+        hogged, waited = (await d.run([call("hog"), call("quick")])).outcomes
+    assert hogged.result.content == "hog timed out after 0.05s"
+    assert waited.result.content == "ran"
+    assert not waited.result.is_error
+    assert ran == ["quick"]
+
+
+async def test_a_timed_out_sync_call_is_answered_once_whatever_its_thread_does_later(
+    make: Callable[..., Dispatcher],
+    pool: ThreadPoolExecutor,
+    release: threading.Event,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @tool(timeout=0.05)
+    def block() -> str:
+        release.wait(30)
+        raise RuntimeError("too late to matter")
+
+    events: list[Event] = []
+    with caplog.at_level(logging.ERROR, logger="steadyloop"):
+        batch = await make(block).run([call("block")], events.append)
+        release.set()
+        await asyncio.to_thread(pool.shutdown, wait=True)  # the thread has finished
+        await asyncio.sleep(0)
+    assert only(batch).result.content == "block timed out after 0.05s"
+    assert [e.result.content for e in events if isinstance(e, ToolCallFinished)] == [
+        "block timed out after 0.05s"
+    ]
+    assert not caplog.records
+
+
+@pytest.mark.parametrize("ignoring", ["waits on", "returns"])
+async def test_an_async_tool_ignoring_its_cancellation_is_timed_out_at_its_deadline(
+    make: Callable[..., Dispatcher], ignoring: str
+) -> None:
+    let_go = asyncio.Event()
+    done = asyncio.Event()
+
+    @tool(timeout=0.05)
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            if ignoring == "waits on":
+                await let_go.wait()
+        finally:
+            done.set()
+        return "finished anyway"
+
+    events: list[Event] = []
+    async with asyncio.timeout(10):  # without a bounded wait the turn would hang on `let_go`
+        batch = await make(stubborn, slow_ok).run(
+            [call("stubborn"), call("slow_ok")], events.append
+        )
+    let_go.set()
+    await done.wait()
+    await asyncio.sleep(0)
+    timed_out, ok = batch.outcomes
+    assert timed_out.result.is_error
+    assert timed_out.result.content == "stubborn timed out after 0.05s"
+    assert ok.result.content == "ok x"
+    finished = [e.call.name for e in events if isinstance(e, ToolCallFinished)]
+    assert sorted(finished) == ["slow_ok", "stubborn"]
+
+
+async def test_cancelling_the_turn_does_not_wait_for_a_tool_that_ignores_it(
+    make: Callable[..., Dispatcher],
+) -> None:
+    started = asyncio.Event()
+    let_go = asyncio.Event()
+    done = asyncio.Event()
+
+    async def stubborn() -> str:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            await let_go.wait()
+        done.set()
+        return "finished anyway"
+
+    task = asyncio.create_task(make(stubborn, instant).run([call("stubborn"), call("instant")]))
+    await started.wait()
+    task.cancel()
+    async with asyncio.timeout(10):
+        batch = await task
+    let_go.set()
+    await done.wait()
+    assert isinstance(batch.stop, asyncio.CancelledError)
+    assert [o.result.content for o in batch.outcomes] == [CANCELLED_TEXT, "instant"]
+
+
 # -- retries ------------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from steadyloop import ConfigError, Tool, tool
 from steadyloop.lint import CHECKS, lint_tools
 from steadyloop.toolfile import load_tools_from_file
-from steadyloop.tools import ToolSpec
+from steadyloop.tools import Toolset, ToolSpec
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -476,6 +477,63 @@ def test_loader_supports_dataclasses_in_the_file(tmp_path: Path) -> None:
 
     (make_point,) = load_tools_from_file(path)
     assert make_point.render(make_point.bind({"x": 3}).fn(3)).text == '{"x":3}'
+
+
+def test_plain_functions_are_linted_as_the_agent_would_wrap_them() -> None:
+    def get_open_orders(customer_id: str) -> list[str]:
+        """Looks up a customer's open orders; use it when the customer asks where an order is.
+
+        Returns up to 20 order ids, newest first.
+
+        Args:
+            customer_id: the customer's id, like 'C-1'.
+        """
+        return []
+
+    def run(x: int) -> int:
+        return x
+
+    report = lint_tools([get_open_orders, run])
+
+    described, bare = report.tools
+    assert (described.tool, described.score) == ("get_open_orders", 100)
+    assert {f.check for f in bare.findings} >= {"generic-name", "missing-description"}
+    assert [t.tool for t in lint_tools([tool(run)]).tools] == ["run"]
+
+
+def test_a_toolset_is_a_config_error_saying_to_lint_its_tools() -> None:
+    with pytest.raises(ConfigError, match=r"lint_tools\(await toolset.tools\(\)\)"):
+        lint_tools([Toolset()])  # type: ignore[list-item]
+    with pytest.raises(ConfigError, match="not a tool or a function"):
+        lint_tools([42])  # type: ignore[list-item]
+
+
+def test_a_tools_file_imports_modules_next_to_it_as_a_script_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", [*sys.path])
+    before = [*sys.path]
+    write(tmp_path, "RATES = {'apple': 3}\n", "price_table.py")
+    write(tmp_path, "def discount(price: int) -> int:\n    return price - 1\n", "discounts.py")
+    path = write(
+        tmp_path,
+        """
+        from price_table import RATES
+        from steadyloop import tool
+
+        @tool
+        def get_price(item: str) -> int:
+            from discounts import discount  # imported when the tool runs
+
+            return discount(RATES[item])
+        """,
+        "agent_tools.py",
+    )
+
+    (get_price,) = load_tools_from_file(path)
+
+    assert get_price.bind({"item": "apple"}).fn("apple") == 2
+    assert sys.path[: len(before)] == before  # nothing next to the file shadows later imports
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:

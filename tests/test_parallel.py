@@ -19,7 +19,7 @@ from steadyloop import (
     tool,
 )
 from steadyloop.retry import Backoff
-from steadyloop.testing import ScriptedModel
+from steadyloop.testing import FunctionModel, ScriptedModel
 from steadyloop.transcript import calls_answered
 
 PARTIES = 8
@@ -65,6 +65,29 @@ async def test_eight_blocking_sync_tools_really_run_at_once() -> None:
     done = results(result.messages)
     assert [r.content for r in done] == ["passed True"] * PARTIES
     assert not any(r.is_error for r in done)
+    assert not barrier.broken
+
+
+@pytest.mark.parametrize(("runs", "calls"), [(1, 100), (4, 25)])
+async def test_a_hundred_blocking_sync_calls_all_run_at_once(runs: int, calls: int) -> None:
+    barrier = threading.Barrier(runs * calls, timeout=10)
+
+    @tool(timeout=30)
+    def rendezvous() -> str:
+        barrier.wait()  # raises BrokenBarrierError unless every call gets a thread at once
+        return "met"
+
+    model = FunctionModel(
+        lambda messages, _: (
+            fan_out("rendezvous", calls)
+            if not isinstance(messages[-1], ToolResult)
+            else AssistantMessage("all met")
+        )
+    )
+    async with make_agent(model, rendezvous) as agent:
+        done = await asyncio.gather(*(agent.run(f"meet {n}") for n in range(runs)))
+    for result in done:
+        assert [r.content for r in results(result.messages)] == ["met"] * calls
     assert not barrier.broken
 
 

@@ -113,6 +113,8 @@ def test_schema_follows_type_hints() -> None:
     assert props["mode"]["enum"] == ["fast", "exact"]
     assert {"format": "date", "type": "string"} in props["since"]["anyOf"]
     assert set(params["$defs"]) == {"Colour", "Filter"}
+    assert params["$defs"]["Colour"] == {"enum": ["red", "blue"], "type": "string"}
+    assert set(params["$defs"]["Filter"]["properties"]) == {"field", "value"}
     assert "title" not in params
     assert all("title" not in p for p in props.values())
 

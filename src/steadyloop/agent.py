@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
@@ -25,10 +26,6 @@ if TYPE_CHECKING:
     from steadyloop.store import RunStore
 
 __all__ = ["Agent"]
-
-# Enough threads that a turn's blocking tools really run at once (the default pool has
-# min(32, cores + 4) threads: 6 on a two-core machine).
-TOOL_THREADS = 32
 
 
 class Agent:
@@ -334,7 +331,10 @@ def _fan_out(
 
 
 class _ToolThreads:
-    """The agent's threads for sync tools, started on first use.
+    """The agent's threads for sync tools, started on first use, with no cap: every sync call
+    in flight, of all concurrent runs, starts at once instead of queueing behind others. The
+    pool starts a thread only when none is idle, so it grows to the most calls that were ever
+    in flight together.
 
     Its own object, so that the dispatcher holds no reference back to the agent: an agent
     nobody holds is freed at once (closing its run log), not at the next garbage collection.
@@ -345,7 +345,7 @@ class _ToolThreads:
 
     def get(self) -> Executor:
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="steadyloop-tool")
+            self._executor = ThreadPoolExecutor(sys.maxsize, thread_name_prefix="steadyloop-tool")
         return self._executor
 
     def shutdown(self) -> None:

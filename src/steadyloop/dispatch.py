@@ -22,6 +22,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
+from steadyloop.deadline import DeadlinePassed, await_with_deadline, run_in_thread
 from steadyloop.errors import FatalToolError, ToolError
 from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
 from steadyloop.messages import ToolCall, ToolResult
@@ -85,6 +86,8 @@ class Dispatcher:
         self._backoff = backoff
         self._executor = executor
         self._available = ", ".join(sorted(tools)) or "(none)"
+        # Tasks of async tools that ignored being cancelled at their deadline, until they end.
+        self._lingering: set[asyncio.Task[None]] = set()
 
     async def run(
         self, calls: Sequence[ToolCall], notify: Callable[[Event], None] | None = None
@@ -213,16 +216,11 @@ class Dispatcher:
         Exceptions in the tool's `retry_on` propagate as they are, for the retry loop.
         """
         try:
-            async with asyncio.timeout(seconds) as deadline:
-                value = await self._invoke(bound)
+            value = await self._invoke(bound, seconds)
         except (FatalToolError, KeyboardInterrupt, SystemExit, asyncio.CancelledError):
             raise
-        except TimeoutError as exc:
-            if deadline.expired():
-                raise _TimedOut(f"{tool.name} timed out after {seconds:g}s") from exc
-            if isinstance(exc, tool.retry_on):
-                raise
-            raise _unexpected(tool.name, exc) from None
+        except DeadlinePassed as exc:
+            raise _TimedOut(f"{tool.name} timed out after {seconds:g}s") from exc
         except Exception as exc:
             if isinstance(exc, tool.retry_on):
                 raise
@@ -232,15 +230,14 @@ class Dispatcher:
         except Exception as exc:
             raise _unexpected(tool.name, exc) from None
 
-    async def _invoke(self, bound: BoundCall) -> Any:
+    async def _invoke(self, bound: BoundCall, seconds: float) -> Any:
         if bound.is_async:
-            return await bound.fn(**bound.kwargs)
-        loop = asyncio.get_running_loop()
+            return await await_with_deadline(bound.fn(**bound.kwargs), seconds, self._lingering)
         context = contextvars.copy_context()
         call = functools.partial(context.run, bound.fn, **bound.kwargs)
-        value = await loop.run_in_executor(self._executor(), call)
-        if inspect.isawaitable(value):
-            value = await value
+        value = await run_in_thread(call, seconds, self._executor())
+        if inspect.isawaitable(value):  # a sync callable that hands back an awaitable: its own time
+            value = await await_with_deadline(value, seconds, self._lingering)
         return value
 
     def _unknown_tool(self, name: str) -> str:

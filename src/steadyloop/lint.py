@@ -30,11 +30,12 @@ from __future__ import annotations
 import re
 import textwrap
 import typing
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from steadyloop.tools import NO_DESCRIPTION, FunctionTool, Tool
+from steadyloop.errors import ConfigError
+from steadyloop.tools import NO_DESCRIPTION, FunctionTool, Tool, Toolset, as_tool
 
 __all__ = ["Finding", "LintReport", "Severity", "ToolLint", "lint_tools"]
 
@@ -111,15 +112,28 @@ class LintReport:
         return "\n\n".join(blocks) + "\n"
 
 
-def lint_tools(tools: Sequence[Tool]) -> LintReport:
-    """Runs every check on every tool."""
+def lint_tools(tools: Iterable[Tool | Callable[..., Any]]) -> LintReport:
+    """Runs every check on every tool; plain functions are wrapped as `Agent` wraps them.
+
+    Raises `ConfigError` for anything else. A toolset (an MCP server) must be started to offer
+    its tools: lint those, `lint_tools(await server.tools())`.
+    """
     results = []
-    for tool in tools:
+    for tool in map(_as_tool, tools):
         findings = tuple(_check_tool(tool))
         failed = {f.check for f in findings}
         score = max(0, 100 - sum(CHECKS[check][1] for check in failed))
         results.append(ToolLint(tool.name, score, findings))
     return LintReport(tuple(results))
+
+
+def _as_tool(item: Tool | Callable[..., Any]) -> Tool:
+    if isinstance(item, Toolset):
+        raise ConfigError(
+            f"{item!r} is a toolset, whose tools exist once it is started: lint them with "
+            "lint_tools(await toolset.tools())"
+        )
+    return as_tool(item)
 
 
 def _count(n: int, noun: str) -> str:

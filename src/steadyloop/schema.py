@@ -36,7 +36,8 @@ def describe_function(
     param_docs = {p.arg_name: p.description for p in doc.params if p.description}
     model = _arguments_model(fn, name, param_docs)
     try:
-        schema = _clean_schema(model.model_json_schema())
+        schema = _drop_titles(model.model_json_schema())
+        schema.setdefault("properties", {})  # some providers want it even for no parameters
     except Exception as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(
@@ -108,7 +109,7 @@ def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     return typing.get_type_hints(target, include_extras=True)
 
 
-def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def _drop_titles(schema: dict[str, Any]) -> dict[str, Any]:
     """Drops pydantic's generated titles: noise in the prompt, and not part of the contract."""
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
@@ -116,8 +117,7 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
             prop.pop("title", None)
     for definition in schema.get("$defs", {}).values():
         if isinstance(definition, dict):
-            _clean_schema(definition)
-    schema.setdefault("properties", {})
+            _drop_titles(definition)
     return schema
 
 

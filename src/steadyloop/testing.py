@@ -10,9 +10,12 @@ Each records the requests it was sent in `.requests`, for assertions.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import math
+import re
+import string
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -163,16 +166,25 @@ def _example(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> Any:
             if name in schema.get("properties", {})
         }
     if kind == "array":
-        return [_example(schema.get("items", {}), definitions)] * schema.get("minItems", 0)
+        return _example_array(schema, definitions)
     if kind == "integer":
-        return _example_integer(schema)
+        return _multiple_near(_example_integer(schema), schema)
     if kind == "number":
-        return _example_number(schema)
+        return _multiple_near(_example_number(schema), schema)
     if kind == "boolean":
         return True
     if kind == "null":
         return None
     return _example_string(schema)
+
+
+def _example_array(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> list[Any]:
+    """One value per `prefixItems` entry (a tuple), then `items` up to `minItems`."""
+    values = [_example(item, definitions) for item in schema.get("prefixItems", ())]
+    missing = schema.get("minItems", 0) - len(values)
+    if missing > 0:
+        values += [_example(schema.get("items", {}), definitions)] * missing
+    return values
 
 
 # Values that pydantic accepts for the string formats it emits for dates, ids and links.
@@ -189,6 +201,8 @@ _FORMAT_EXAMPLES = {
 def _example_string(schema: Mapping[str, Any]) -> str:
     if schema.get("format") in _FORMAT_EXAMPLES:
         return _FORMAT_EXAMPLES[schema["format"]]
+    if "pattern" in schema and (text := _matching(schema["pattern"])) is not None:
+        return text
     text = "example".ljust(int(schema.get("minLength", 0)), "x")
     maximum = schema.get("maxLength")
     return text[: int(maximum)] if maximum is not None else text
@@ -217,3 +231,101 @@ def _example_number(schema: Mapping[str, Any]) -> float:
     if high is not None:
         return float(high) - 1
     return 1.0
+
+
+def _multiple_near(value: float, schema: Mapping[str, Any]) -> float:
+    """`value`, or for a `multipleOf` the multiple next to it that stays within the bounds."""
+    step: float | None = schema.get("multipleOf")
+    if not step:
+        return value
+    count = value / step
+    for multiple in (round(count) * step, math.ceil(count) * step, math.floor(count) * step):
+        if _within(multiple, schema):
+            return multiple
+    return value
+
+
+def _within(value: float, schema: Mapping[str, Any]) -> bool:
+    return bool(
+        schema.get("minimum", -math.inf) <= value <= schema.get("maximum", math.inf)
+        and schema.get("exclusiveMinimum", -math.inf) < value
+        and value < schema.get("exclusiveMaximum", math.inf)
+    )
+
+
+def _matching(pattern: str) -> str | None:
+    """A short string that `pattern` matches, or None when this cannot make one.
+
+    Built from Python's own parse of the regex (the parser `re` compiles with).
+    """
+    try:
+        parser = importlib.import_module("re._parser")
+        text = _sample(parser.parse(pattern), {})
+    except Exception:  # a pattern Python reads differently, or a construct not sampled here
+        return None
+    return text if re.search(pattern, text) else None
+
+
+def _sample(items: Iterable[tuple[Any, Any]], groups: dict[int, str]) -> str:
+    """Text a parsed regex matches: fewest repeats, first alternative, a fitting character."""
+    out: list[str] = []
+    for op, arg in items:
+        kind = str(op)
+        if kind == "LITERAL":
+            out.append(chr(arg))
+        elif kind == "NOT_LITERAL":
+            out.append(next(c for c in _CHARACTERS if ord(c) != arg))
+        elif kind == "ANY":
+            out.append("a")
+        elif kind == "IN":
+            out.append(_class_member(arg))
+        elif kind in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            fewest, _, body = arg
+            out.append("".join(_sample(body, groups) for _ in range(fewest)))
+        elif kind == "SUBPATTERN":
+            group, _, _, body = arg
+            out.append(text := _sample(body, groups))
+            groups[group] = text
+        elif kind == "BRANCH":
+            out.append(_sample(arg[1][0], groups))
+        elif kind == "GROUPREF":
+            out.append(groups.get(arg, ""))
+        elif kind not in ("AT", "ASSERT", "ASSERT_NOT"):  # anchors and look-arounds: no text
+            raise ValueError(f"cannot sample {kind}")
+    return "".join(out)
+
+
+# Characters tried, in order, for a class that does not name its members (`\\w`, `[^,]`).
+_CHARACTERS = string.ascii_letters + string.digits + string.punctuation + " "
+_CATEGORIES = {
+    "CATEGORY_DIGIT": r"\d",
+    "CATEGORY_NOT_DIGIT": r"\D",
+    "CATEGORY_SPACE": r"\s",
+    "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w",
+    "CATEGORY_NOT_WORD": r"\W",
+}
+
+
+def _class_member(members: list[tuple[Any, Any]]) -> str:
+    """A character of a class such as `[a-z_]`, `[^,;]` or `\\d`."""
+    negated = str(members[0][0]) == "NEGATE"
+    if negated:
+        members = members[1:]
+    elif str(members[0][0]) in ("LITERAL", "RANGE"):
+        first = members[0][1]
+        return chr(first if isinstance(first, int) else first[0])
+    return next(c for c in _CHARACTERS if _in_class(c, members) != negated)
+
+
+def _in_class(char: str, members: list[tuple[Any, Any]]) -> bool:
+    code = ord(char)
+    for op, arg in members:
+        kind = str(op)
+        if (
+            (kind == "LITERAL" and code == arg)
+            or (kind == "RANGE" and arg[0] <= code <= arg[1])
+            or (kind == "CATEGORY" and re.fullmatch(_CATEGORIES[str(arg)], char))
+        ):
+            return True
+    return False

@@ -1,10 +1,11 @@
 """Tools from a Python file given by path, for `steadyloop run --tools FILE.py` and `lint FILE.py`.
 
 The file is imported under a private module name (so its `if __name__ == "__main__":` block does
-not run), then every `Tool` object in its namespace is collected (`@tool` functions), plus the
-items of a module-level `tools` list if there is one (plain functions there are wrapped with the
-default options). Everything that can go wrong, from a wrong path to a file that raises while
-importing, becomes one `ConfigError` whose message names the file and says what to change.
+not run), able to import the modules next to it as a script can. Then every `Tool` object in its
+namespace is collected (`@tool` functions), plus the items of a module-level `tools` list if
+there is one (plain functions there are wrapped with the default options). Everything that can
+go wrong, from a wrong path to a file that raises while importing, becomes one `ConfigError`
+whose message names the file and says what to change.
 """
 
 from __future__ import annotations
@@ -60,8 +61,14 @@ def _check_readable(file: Path) -> None:
 
 
 def _import(file: Path) -> ModuleType:
-    """Runs the file as a fresh module; an exception while it runs becomes a `ConfigError`."""
-    digest = hashlib.sha1(str(file.resolve()).encode(), usedforsecurity=False).hexdigest()[:10]
+    """Runs the file as a fresh module; an exception while it runs becomes a `ConfigError`.
+
+    Like a script, the file may import the modules next to it: its folder leads `sys.path` while
+    the file runs, then stays at the end of it, so imports inside its tools still find those
+    modules, but a file there cannot shadow an installed package imported later (`openai.py`).
+    """
+    path = file.resolve()
+    digest = hashlib.sha1(str(path).encode(), usedforsecurity=False).hexdigest()[:10]
     stem = re.sub(r"\W", "_", file.stem)
     name = f"_steadyloop_toolfile_{stem}_{digest}"
     spec = importlib.util.spec_from_file_location(name, file)
@@ -70,6 +77,8 @@ def _import(file: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     # Registered before running, as a normal import is: dataclasses and pickling look it up.
     sys.modules[name] = module
+    folder = str(path.parent)
+    sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:
@@ -78,6 +87,11 @@ def _import(file: Path) -> ModuleType:
         raise ConfigError(
             f"tools file {file} raised {type(exc).__name__} on import{detail}"
         ) from exc
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    if folder not in sys.path:
+        sys.path.append(folder)
     return module
 
 

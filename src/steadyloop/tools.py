@@ -71,7 +71,8 @@ class ArgumentsError(Exception):
 class Tool:
     """Something the model can call. Subclasses provide `bind`; `render` has a sensible default.
 
-    The options mean: `timeout` seconds per attempt (None: the agent's `tool_timeout`);
+    The options mean: `timeout` seconds per attempt, counted from when the tool's code starts
+    (None: the agent's `tool_timeout`);
     `retries` extra attempts for exceptions in `retry_on`; `max_output` characters the model
     reads (None: the agent's `max_tool_output`); `sequential` calls never overlap each other;
     `idempotent` calls may be run again when a resumed run finds them unfinished.
@@ -249,8 +250,8 @@ def tool(
     Args:
         name: the name the model calls it by (default: the function's name).
         description: what the model is told (default: the docstring without its Args section).
-        timeout: seconds per attempt before the call is answered "timed out" (default: the
-            agent's `tool_timeout`).
+        timeout: seconds per attempt, counted from when the tool's code starts, before the
+            call is answered "timed out" (default: the agent's `tool_timeout`).
         retries: extra attempts when the tool raises one of `retry_on` (2 means up to 3 tries).
         retry_on: transient exception types worth retrying, with backoff.
         max_output: characters of output the model reads (default: the agent's

@@ -64,6 +64,56 @@ def test_turn_limit_exits_3_with_the_partial_answer(capsys: pytest.CaptureFixtur
     assert "turn limit reached: 1 model calls" in err
 
 
+@pytest.mark.parametrize("options", [[], ["--json"]])
+def test_a_limit_stop_is_printed_once(
+    capsys: pytest.CaptureFixture[str], options: list[str]
+) -> None:
+    code, out, err = run_cli(
+        capsys, "run", "--tools", str(EXAMPLE), "--model", "test", "--max-turns", "1", *options, "x"
+    )
+    assert code == 3
+    assert err.count("turn limit reached") == 1
+    if options:
+        assert json.loads(out)["stopped"] == "turn limit reached: 1 model calls"
+
+
+PRICE_TOOLS = '''
+from cli_pricing import price_of
+from steadyloop import tool
+
+
+@tool
+def get_price(item: str) -> str:
+    """Looks up an item's price; use it when asked what something costs.
+
+    Returns the price with its currency, like '3 EUR'.
+
+    Args:
+        item: the item's name, like 'apple'.
+    """
+    return price_of(item)
+'''
+
+
+def test_run_and_lint_load_a_tools_file_that_imports_a_module_next_to_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", [*sys.path])
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    (folder / "cli_pricing.py").write_text("def price_of(item: str) -> str:\n    return '3 EUR'\n")
+    tools = folder / "agent_tools.py"
+    tools.write_text(PRICE_TOOLS)
+
+    code, out, err = run_cli(capsys, "run", "--tools", str(tools), "--model", "test", "price?")
+    assert code == 0, err
+    assert "get_price [ok]: 3 EUR" in out
+
+    code, out, err = run_cli(capsys, "lint", str(tools))
+    assert code == 0, err
+    assert "get_price: 100/100" in out
+
+
 def test_missing_model_is_one_line_naming_what_to_set(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "run", "hello")
     assert code == 1

@@ -300,6 +300,9 @@ def _sigterm_cancels_this_task() -> Iterator[None]:
 
 
 def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = None) -> None:
+    """The answer on stdout (as JSON with `--json`); a limit stop once on stderr either way."""
+    if stopped:
+        click.echo(f"stopped: {stopped}", err=True)
     if as_json:
         click.echo(
             json.dumps(
@@ -314,7 +317,5 @@ def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = Non
             )
         )
         return
-    if stopped:
-        click.echo(f"stopped: {stopped}", err=True)
     if result.output:
         click.echo(result.output)

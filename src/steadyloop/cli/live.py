@@ -1,6 +1,7 @@
 """What a run shows while it works: a live panel on a terminal, plain lines otherwise.
 
-Both read the agent's events and write to stderr, so stdout carries only the answer.
+Both read the agent's events and write to stderr, so stdout carries only the answer. How the run
+ended (an answer, a limit, an error) is printed once by the command, after the view closes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import IO, TYPE_CHECKING, Protocol
 from steadyloop.events import (
     Compacted,
     Event,
-    LimitReached,
     ModelRequestStarted,
     ModelRetry,
     RunStarted,
@@ -89,8 +89,6 @@ def _plain_line(event: Event) -> str | None:
             f"compacted: {event.summary.replaced} messages summarised, "
             f"{event.tokens_before:,} → {event.tokens_after:,} tokens"
         )
-    if isinstance(event, LimitReached):
-        return f"stopped: {event.message}"
     return None
 
 
