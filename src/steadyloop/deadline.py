@@ -49,11 +49,18 @@ async def await_with_deadline(
         raise
     call.timer.cancel()
     _linger(call.task, lingering)
-    if call.expired:
+    expired = call.expired
+    # The tool's exception holds this frame in its traceback; without `call` or `value` here
+    # the two do not keep each other (and the agent) alive until a garbage collection.
+    del call
+    if expired:
         raise DeadlinePassed
     if ok:
         return value
-    raise value
+    try:
+        raise value
+    finally:
+        del value
 
 
 class _TaskCall:
@@ -79,6 +86,7 @@ class _TaskCall:
             outcome = (False, exc)
         if not self.outcome.done():
             self.outcome.set_result(outcome)
+        del self, outcome  # the exception's traceback holds this frame: no cycle through them
 
     def _expire(self) -> None:
         if self.outcome.done():
@@ -110,6 +118,9 @@ async def run_in_thread(fn: Callable[[], Any], seconds: float, executor: Executo
         raise
     finally:
         call.timer.cancel()
+        # The tool's exception (in `call.future`) holds this frame in its traceback: without
+        # `call` here the two do not keep each other (and the thread pool) alive.
+        del call
 
 
 class _ThreadCall:
@@ -151,7 +162,11 @@ class _ThreadCall:
             waiting = self._waiting
         if waiting:
             self._loop.call_soon_threadsafe(self._check)
-        return self._fn()
+        fn = self._fn
+        # What `fn` raises ends up in `self.future`, and its traceback holds this frame: without
+        # `self` here the two do not keep each other alive until a garbage collection.
+        del self
+        return fn()
 
     def _check(self) -> None:
         """On the event loop: ends the wait once the call has run for its `seconds`."""

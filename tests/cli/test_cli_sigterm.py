@@ -68,5 +68,8 @@ def test_sigterm_mid_tool_exits_130_logs_interrupted_and_can_resume(
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "charge_slow [error]: cancelled" in done.stdout
+    # As after Ctrl-C: the idempotent fetch runs again, the charge is reported as interrupted.
+    assert "charge_slow [error]: interrupted" in done.stdout
+    assert "fetch_slow [ok]: fetched" in done.stdout
+    assert calls.read_text().split().count("charge_slow") == 1
     assert logged_run(capsys) == (run_id, "end_turn")

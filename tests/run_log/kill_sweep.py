@@ -74,7 +74,7 @@ def build_agent(folder: Path, store: Path) -> Agent:
     return Agent(FunctionModel(reply), tools=[charge, lookup, note], store=store)
 
 
-def in_child(work: Callable[[], None]) -> int:
+def in_child(work: Callable[[], object]) -> int:
     """Forks; the child runs `work()` and exits; returns the child's PID."""
     pid = os.fork()
     if pid == 0:
