@@ -42,6 +42,10 @@ ROWS = (
     Row("S6 per turn, run log off", "S6", "per_turn_us_off", "us", ratios=False),
     Row("S6 per turn, run log on", "S6", "per_turn_us_on", "us", ratios=False),
     Row("S6 log on / off", "S6", "ratio", "x", ratios=False),
+    Row(
+        'S6 per turn, run log on, durability="batch"', "S6", "per_turn_us_batch", "us", ratios=False
+    ),
+    Row("S6 log on (batch) / off", "S6", "ratio_batch", "x", ratios=False),
 )
 
 

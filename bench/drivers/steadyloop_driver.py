@@ -73,8 +73,11 @@ class SteadyloopDriver:
 def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
     """S1's async run (20 turns x 3 adds) with the SQLite run log on, against off.
 
-    Runs go in blocks of ten, and a logged block ends with the log flushed, so work the log
-    leaves to a background writer is charged to the logged block and not to the next one.
+    "on" is the default durability (each reply committed before its calls start, each result
+    before the model reads it); "batch" is `Agent(durability="batch")`, where the log writer
+    gathers events in the background (n/a on a checkout without it). Runs go in blocks of ten,
+    and a logged block ends with the log flushed, so work the log leaves to a background writer
+    is charged to the logged block and not to the next one.
     """
     if importlib.util.find_spec("steadyloop.store") is None:
         return {"na": "n/a (no run log)"}
@@ -88,6 +91,14 @@ def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
         store = getattr(logged.agent, "store", None)
         flush = getattr(store, "flush", lambda: None)
         plain = SteadyloopRunner(plan)
+        try:
+            gathering: SteadyloopRunner | None = SteadyloopRunner(
+                plan, store=Path(folder) / "batch.sqlite3", durability="batch"
+            )
+        except TypeError:
+            gathering = None
+        batch_store = getattr(getattr(gathering, "agent", None), "store", None)
+        batch_flush = getattr(batch_store, "flush", lambda: None)
 
         async def timed(runner: SteadyloopRunner, after: Callable[[], object]) -> float:
             began = time.perf_counter_ns()
@@ -99,28 +110,37 @@ def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
             after()
             return (time.perf_counter_ns() - began) / 1000 / block / plan.turns
 
-        async def rounds() -> tuple[list[float], list[float]]:
+        async def rounds() -> tuple[list[float], list[float], list[float]]:
             off: list[float] = []
             on: list[float] = []
+            batch: list[float] = []
             started = time.perf_counter()
             for number in range(settings.reps + 1):
-                pair = (await timed(plain, lambda: None), await timed(logged, flush))
+                times = (await timed(plain, lambda: None), await timed(logged, flush))
+                if gathering is not None:
+                    times += (await timed(gathering, batch_flush),)
                 if number > 0:  # the first round warms up
-                    off.append(pair[0])
-                    on.append(pair[1])
+                    off.append(times[0])
+                    on.append(times[1])
+                    batch.extend(times[2:])
                 if number >= 3 and time.perf_counter() - started > settings.budget * 2:
                     break
-            return off, on
+            return off, on, batch
 
-        off, on = asyncio.run(rounds())
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
-    return {
+        off, on, batch = asyncio.run(rounds())
+        for opened in (store, batch_store):
+            close = getattr(opened, "close", None)
+            if close is not None:
+                close()
+    figures = {
         "per_turn_us_off": common.spread(off),
         "per_turn_us_on": common.spread(on),
         "ratio": common.spread([b / a for a, b in zip(off, on, strict=True)]),
     }
+    if batch:
+        figures["per_turn_us_batch"] = common.spread(batch)
+        figures["ratio_batch"] = common.spread([b / a for a, b in zip(off, batch, strict=True)])
+    return figures
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from steadyloop.compaction import Compaction
 from steadyloop.dispatch import Dispatcher
+from steadyloop.effects import Effects, nest
 from steadyloop.errors import ConfigError, LimitExceeded
 from steadyloop.events import Event
 from steadyloop.limits import Limits, TokenEstimator, estimate_tokens
@@ -50,6 +51,8 @@ class Agent:
             calls starts and each tool result before the model reads it, so a kill re-runs at
             most the calls in flight; "batch" lets the log writer gather events for a few
             milliseconds (faster; a kill may lose the last of them).
+        effects: around-hooks for each model call and each tool call (see
+            `steadyloop.effects`); several nest, the first outermost.
         metadata: extra JSON-able facts logged with each run (the CLI records its tool files).
     """
 
@@ -68,6 +71,7 @@ class Agent:
         estimate_tokens: TokenEstimator = estimate_tokens,
         store: RunStore | str | Path | None = None,
         durability: Literal["turn", "batch"] = "turn",
+        effects: Effects | Sequence[Effects] | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         if max_tool_output < 0:
@@ -89,6 +93,7 @@ class Agent:
         self.estimate_tokens = estimate_tokens
         self.metadata = dict(metadata or {})
         self.durability = durability
+        self.effects = nest(effects)
         self._store = store
         self._owns_store = not _is_store(store)
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
@@ -286,6 +291,7 @@ class Agent:
             max_output=self.max_tool_output,
             backoff=self.backoff,
             executor=self._tool_threads.get,
+            effects=self.effects,
         )
 
     def __repr__(self) -> str:

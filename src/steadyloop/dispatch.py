@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from steadyloop.deadline import DeadlinePassed, await_with_deadline, run_in_thread
+from steadyloop.effects import Effects, ToolInvocation
 from steadyloop.errors import FatalToolError, ToolError
 from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
 from steadyloop.messages import ToolCall, ToolResult
@@ -78,8 +79,10 @@ class Dispatcher:
         max_output: int,
         backoff: Backoff,
         executor: Callable[[], Executor],
+        effects: Effects | None = None,
     ) -> None:
         self._tools = tools
+        self._effects = effects
         self.tools = tuple(tools.values())
         self._timeout = tool_timeout
         self._max_output = max_output
@@ -90,13 +93,32 @@ class Dispatcher:
         self._lingering: set[asyncio.Task[None]] = set()
 
     async def run(
-        self, calls: Sequence[ToolCall], notify: Callable[[Event], None] | None = None
+        self,
+        calls: Sequence[ToolCall],
+        notify: Callable[[Event], None] | None = None,
+        *,
+        run_id: str | None = None,
+        turn: int = 0,
     ) -> Batch:
-        """Runs every call concurrently; returns when all are answered or the turn is stopped."""
+        """Runs every call concurrently; returns when all are answered or the turn is stopped.
+
+        `run_id` and `turn` are what the effects (if any) are told about each call.
+        """
         if not calls:
             return Batch(())
         locks: dict[str, asyncio.Lock] = {}
-        tasks = [asyncio.create_task(self._answer(call, locks, notify)) for call in calls]
+        effects = self._effects
+        tasks = [
+            asyncio.create_task(
+                self._answer(call, locks, notify)
+                if effects is None
+                else effects.tool_call(
+                    ToolInvocation(run_id, turn, call, self._tools.get(call.name)),
+                    functools.partial(self._answer, call, locks, notify),
+                )
+            )
+            for call in calls
+        ]
         stop: BaseException | None = None
         try:
             _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -118,6 +140,11 @@ class Dispatcher:
             elif isinstance(error := task.exception(), _Stop):
                 stop = stop or error.cause
                 outcome = error.outcome
+            elif error is not None:  # an effect around the call raised: it stops the run
+                stop = stop or error
+                outcome = _stopped(call, error)
+                if notify is not None:
+                    notify(outcome)
             else:
                 outcome = task.result()
             outcomes.append(outcome)
@@ -158,7 +185,7 @@ class Dispatcher:
         except (FatalToolError, KeyboardInterrupt, SystemExit, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError) and _cancel_requested():
                 raise  # the turn is being cancelled: `run` answers this call as cancelled
-            text = f"{call.name} stopped the run: {type(exc).__name__}: {exc}".rstrip(": ")
+            text = _stop_text(call, exc)
             outcome = self._finish(call, tool, text, True, (), started, attempts)
             if notify is not None:
                 notify(outcome)
@@ -266,6 +293,16 @@ def _cancel_requested() -> bool:
     """True when someone cancelled the current task (not a tool raising CancelledError itself)."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def _stop_text(call: ToolCall, error: BaseException) -> str:
+    return f"{call.name} stopped the run: {type(error).__name__}: {error}".rstrip(": ")
+
+
+def _stopped(call: ToolCall, error: BaseException) -> ToolCallFinished:
+    text = _stop_text(call, error)
+    result = ToolResult(call.id, call.name, text, is_error=True)
+    return ToolCallFinished(call, result, text, 0.0, 0)
 
 
 def _cancelled(call: ToolCall) -> ToolCallFinished:

@@ -216,7 +216,9 @@ class Run:
                 self._append(_error_result(call, CUT_OFF_TEXT.format(name=call.name)))
             return
         self.usage += Usage(tool_calls=len(reply.tool_calls))
-        batch = await self.dispatcher.run(reply.tool_calls, self.notify)
+        batch = await self.dispatcher.run(
+            reply.tool_calls, self.notify, run_id=self.run_id, turn=self.turns
+        )
         for outcome in batch.outcomes:
             self._append(outcome.result)
         if batch.stop is not None:
@@ -284,7 +286,7 @@ class Run:
             for c in unanswered
             if c.id not in self.recovered and c.name in tools and tools[c.name].idempotent
         ]
-        batch = await self.dispatcher.run(rerun, self.notify)
+        batch = await self.dispatcher.run(rerun, self.notify, run_id=self.run_id, turn=self.turns)
         fresh = {outcome.call.id: outcome.result for outcome in batch.outcomes}
         for call in unanswered:
             result = self.recovered.get(call.id) or fresh.get(call.id)

@@ -1,0 +1,92 @@
+"""The effects seam: one place around each model call and each tool call.
+
+Every effect of a run goes through here as a function of serialisable inputs returning a
+serialisable output: a model call takes a `ModelRequest` and returns an `AssistantMessage`; a tool
+call takes a `ToolCall` and returns a `ToolCallFinished` (its result, full output, duration and
+attempts). An `Effects` object wraps them: it may look at the input, run the call (`proceed()`),
+look at or replace the output, or raise. Tracing, approvals, rate limits and durable engines are
+each one of these; `Agent(effects=[...])` nests them, the first outermost. With no effects the
+loop calls straight through, at no cost.
+
+The model hook wraps the whole call, retries included (the retries are the loop's business);
+the tool hook wraps the whole call, from an unknown name or bad arguments to the rendered
+result. The hooks of one turn's tool calls start in call order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from steadyloop.events import ToolCallFinished
+    from steadyloop.messages import AssistantMessage, ToolCall
+    from steadyloop.models.base import ModelRequest
+    from steadyloop.tools import Tool
+
+__all__ = ["Effects", "ModelCall", "ToolInvocation", "nest"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """A model call about to be made: `turn` counts this run's model calls from 1."""
+
+    run_id: str | None
+    turn: int
+    model: str
+    request: ModelRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInvocation:
+    """A tool call about to be answered: `tool` is None when the model named no such tool."""
+
+    run_id: str | None
+    turn: int
+    call: ToolCall
+    tool: Tool | None
+
+
+class Effects:
+    """Around-hooks for the effects of a run; the defaults just proceed. Subclass and override."""
+
+    async def model_call(
+        self, call: ModelCall, proceed: Callable[[], Awaitable[AssistantMessage]]
+    ) -> AssistantMessage:
+        """Wraps one model call (retries included); returns its reply."""
+        return await proceed()
+
+    async def tool_call(
+        self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
+    ) -> ToolCallFinished:
+        """Wraps one tool call; returns how it was answered."""
+        return await proceed()
+
+
+class _Nested(Effects):
+    """Several effects, the first outermost."""
+
+    def __init__(self, outer: Effects, inner: Effects) -> None:
+        self._outer = outer
+        self._inner = inner
+
+    async def model_call(
+        self, call: ModelCall, proceed: Callable[[], Awaitable[AssistantMessage]]
+    ) -> AssistantMessage:
+        return await self._outer.model_call(call, lambda: self._inner.model_call(call, proceed))
+
+    async def tool_call(
+        self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
+    ) -> ToolCallFinished:
+        return await self._outer.tool_call(call, lambda: self._inner.tool_call(call, proceed))
+
+
+def nest(effects: Effects | Sequence[Effects] | None) -> Effects | None:
+    """One `Effects` for several (the first outermost); None when there are none."""
+    if effects is None or isinstance(effects, Effects):
+        return effects
+    nested: Effects | None = None
+    for effect in reversed(effects):
+        nested = effect if nested is None else _Nested(effect, nested)
+    return nested
