@@ -6,7 +6,7 @@ this module holds the client, streaming, and the one place vendor errors become 
 
 - 429, 5xx, 529 overloaded, connection errors, timeouts, an `error` event inside a 200 stream
   (F36) and a stream that ends without `message_stop` (F37): `ModelError(retryable=True)`
-  with `retry_after` from the response headers (the SDK has already retried `max_retries` times);
+  with `retry_after` from the response headers (`steadyloop.retry.retry_after`);
 - 401/403: `ConfigError` naming the key; 404: `ConfigError` naming the model;
 - "prompt is too long", "input length and `max_tokens` exceed context limit", 413
   `request_too_large` and `stop_reason: model_context_window_exceeded`:
@@ -16,11 +16,9 @@ this module holds the client, streaming, and the one place vendor errors become 
 
 from __future__ import annotations
 
-import email.utils
 import os
 import re
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -30,6 +28,7 @@ from steadyloop.messages import AssistantMessage
 from steadyloop.models.anthropic_wire import PROVIDER, StreamAssembler, build_request, parse_message
 from steadyloop.models.base import Model, ModelRequest, StreamPart
 from steadyloop.models.wire import ToolNames
+from steadyloop.retry import retry_after
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -71,7 +70,9 @@ class AnthropicModel(Model):
             api_key, max_retries and timeout; `aclose` leaves it open.
         max_tokens: the output limit of each reply. Above what the SDK allows without
             streaming, `request` streams and returns the whole reply.
-        max_retries: the SDK's own retries of 429/5xx/connection errors, before the loop's.
+        max_retries: the SDK's own retries of 429/5xx/connection errors. 0 by default: the
+            agent's loop retries the model call (`Agent(model_retries=...)`), and a second
+            layer would multiply the requests (3 x 3 for one persistent 503).
         timeout: seconds per request (default: the SDK's).
         settings: extra request fields sent as they are, e.g. `{"temperature": 0}`,
             `{"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}` (left out of
@@ -88,7 +89,7 @@ class AnthropicModel(Model):
         api_key: str | None = None,
         client: AsyncAnthropic | None = None,
         max_tokens: int = 4096,
-        max_retries: int = 2,
+        max_retries: int = 0,
         timeout: float | None = None,
         settings: Mapping[str, Any] | None = None,
     ) -> None:
@@ -237,7 +238,7 @@ def error_from_response(
         retryable=retryable,
         status=status,
         provider=PROVIDER,
-        retry_after=_retry_after(headers) if retryable else None,
+        retry_after=retry_after(headers) if retryable else None,
     )
 
 
@@ -257,23 +258,6 @@ def _context_limit(message: str) -> int | None:
         if match:
             return int(match.group(1))
     return None
-
-
-def _retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait, from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
-    if not headers:
-        return None
-    lower = {key.lower(): value for key, value in headers.items()}
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            return max(0.0, float(lower[name]) * scale)
-        except (KeyError, ValueError):
-            continue
-    try:
-        when = email.utils.parsedate_to_datetime(lower["retry-after"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:

@@ -68,7 +68,9 @@ class OpenAIModel(Model):
         base_url: the API root (default: `OPENAI_BASE_URL`, else api.openai.com).
         api_key: the key (default: `OPENAI_API_KEY`); missing is a `ConfigError` right away.
         client: a ready `openai.AsyncOpenAI` to use instead of building one.
-        max_retries: the SDK's own retries of 429/5xx/connection errors (the loop retries too).
+        max_retries: the SDK's own retries of 429/5xx/connection errors. 0 by default: the
+            agent's loop retries the model call (`Agent(model_retries=...)`), and a second
+            layer would multiply the requests (3 x 3 for one persistent 503).
         timeout: seconds per request.
         parallel_tool_calls: sent only when set and the request has tools.
         settings: extra request fields (temperature, max_tokens, ...), sent as given.
@@ -85,7 +87,7 @@ class OpenAIModel(Model):
         base_url: str | None = None,
         api_key: str | None = None,
         client: AsyncOpenAI | None = None,
-        max_retries: int = 2,
+        max_retries: int = 0,
         timeout: float = 600.0,
         parallel_tool_calls: bool | None = None,
         settings: Mapping[str, Any] | None = None,
@@ -413,7 +415,7 @@ class ChatStreamParser:
         if self.finish_reason is None and self.usage is None:
             raise ModelError(
                 f"{self.provider}: the stream ended before the reply was complete "
-                "(no finish_reason); will retry",
+                "(no finish_reason)",
                 retryable=True,
                 provider=self.provider,
             )

@@ -298,7 +298,7 @@ class ResponsesStreamParser:
     def finish(self) -> AssistantMessage:
         if self.final is None:
             raise ModelError(
-                f"{self.provider}: the stream ended before response.completed; will retry",
+                f"{self.provider}: the stream ended before response.completed",
                 retryable=True,
                 provider=self.provider,
             )
