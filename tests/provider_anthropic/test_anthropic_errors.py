@@ -182,11 +182,10 @@ async def test_unreachable_server_is_retryable() -> None:
 async def test_slow_server_times_out_as_retryable() -> None:
     with FakeAnthropic([Reply(message=message(text("late")).message, delay=2.0)]) as fake:
         model = model_for(fake, max_retries=0, timeout=0.3)
-        with pytest.raises(ModelError) as caught:
+        with pytest.raises(ModelError, match=r"timed out.*0\.3 s") as caught:
             await model.request(REQUEST)
         await model.aclose()
     assert caught.value.retryable
-    assert isinstance(caught.value.__cause__, anthropic.APITimeoutError)
 
 
 def test_missing_key_is_reported_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:

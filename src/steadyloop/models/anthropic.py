@@ -27,6 +27,7 @@ from steadyloop.errors import ConfigError, ContextWindowExceeded, ModelError, St
 from steadyloop.messages import AssistantMessage
 from steadyloop.models.anthropic_wire import PROVIDER, StreamAssembler, build_request, parse_message
 from steadyloop.models.base import Model, ModelRequest, StreamPart
+from steadyloop.models.deadline import Deadline
 from steadyloop.models.wire import ToolNames
 from steadyloop.retry import retry_after
 
@@ -67,13 +68,16 @@ class AnthropicModel(Model):
         base_url: the API root (default: `ANTHROPIC_BASE_URL`, else Anthropic's).
         api_key: the key (default: `ANTHROPIC_API_KEY`); checked here, not at the first call.
         client: an `anthropic.AsyncAnthropic` to use instead of one made from base_url,
-            api_key, max_retries and timeout; `aclose` leaves it open.
+            api_key and max_retries; `aclose` leaves it open.
         max_tokens: the output limit of each reply. Above what the SDK allows without
             streaming, `request` streams and returns the whole reply.
         max_retries: the SDK's own retries of 429/5xx/connection errors. 0 by default: the
             agent's loop retries the model call (`Agent(model_retries=...)`), and a second
             layer would multiply the requests (3 x 3 for one persistent 503).
-        timeout: seconds per request (default: the SDK's).
+        timeout: seconds one model call may take in all, streamed or not, so a stream kept
+            open with pings is cut off too; running out is a retryable `ModelError`. Raise it
+            for replies that take longer. The SDK keeps its own limits on connecting and on
+            silence.
         settings: extra request fields sent as they are, e.g. `{"temperature": 0}`,
             `{"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}` (left out of
             requests without tools) or `{"thinking": {"type": "enabled", "budget_tokens": 2048}}`.
@@ -90,7 +94,7 @@ class AnthropicModel(Model):
         client: AsyncAnthropic | None = None,
         max_tokens: int = 4096,
         max_retries: int = 0,
-        timeout: float | None = None,
+        timeout: float = 600.0,
         settings: Mapping[str, Any] | None = None,
     ) -> None:
         if not model.strip():
@@ -105,8 +109,8 @@ class AnthropicModel(Model):
                 f"settings may not set {', '.join(reserved)}: the model and the agent set them "
                 "(use max_tokens=..., Agent(instructions=..., tools=...))"
             )
-        if client is not None and (base_url, api_key, timeout) != (None, None, None):
-            raise ConfigError("pass either client=... or base_url/api_key/timeout, not both")
+        if client is not None and (base_url, api_key) != (None, None):
+            raise ConfigError("pass either client=... or base_url/api_key, not both")
         try:
             import anthropic
         except ImportError as exc:
@@ -121,11 +125,11 @@ class AnthropicModel(Model):
             key = api_key or os.environ.get("ANTHROPIC_API_KEY")
             if not key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
                 raise ConfigError(MISSING_KEY_TEXT)
-            options: dict[str, Any] = {"max_retries": max_retries}
-            if timeout is not None:
-                options["timeout"] = timeout
-            client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, **options)
+            client = anthropic.AsyncAnthropic(
+                api_key=api_key, base_url=base_url, max_retries=max_retries
+            )
         self._client = client
+        self.timeout = timeout
 
     async def request(self, request: ModelRequest) -> AssistantMessage:
         if self.max_tokens > NONSTREAMING_MAX_TOKENS:
@@ -134,7 +138,8 @@ class AnthropicModel(Model):
             return parts[-1]
         names = ToolNames(spec.name for spec in request.tools)
         with self._mapped_errors():
-            reply = await self._client.messages.create(**self._params(request, names))
+            async with Deadline(self.timeout, self.name):
+                reply = await self._client.messages.create(**self._params(request, names))
         # warnings off: an SDK older than a block type (thinking) keeps it loosely, but whole
         return parse_message(reply.model_dump(mode="json", warnings=False), names)
 
@@ -146,10 +151,14 @@ class AnthropicModel(Model):
         """
         names = ToolNames(spec.name for spec in request.tools)
         assembler = StreamAssembler(names)
+        deadline = Deadline(self.timeout, self.name)
         with self._mapped_errors():
-            events = await self._client.messages.create(**self._params(request, names), stream=True)
+            async with deadline:
+                events = await self._client.messages.create(
+                    **self._params(request, names), stream=True
+                )
             try:
-                async for event in events:
+                async for event in deadline.bound(events):
                     for part in assembler.feed(event.model_dump(mode="json", warnings=False)):
                         yield part
             finally:

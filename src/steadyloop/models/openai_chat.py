@@ -29,6 +29,7 @@ from steadyloop.messages import (
     UserMessage,
 )
 from steadyloop.models.base import Model, ModelRequest, StreamPart
+from steadyloop.models.deadline import Deadline
 from steadyloop.models.openai_errors import KeyHint, error_from_body, openai_errors
 from steadyloop.models.wire import IdRules, ToolNames, prepare_history
 from steadyloop.tools import ToolSpec
@@ -71,7 +72,9 @@ class OpenAIModel(Model):
         max_retries: the SDK's own retries of 429/5xx/connection errors. 0 by default: the
             agent's loop retries the model call (`Agent(model_retries=...)`), and a second
             layer would multiply the requests (3 x 3 for one persistent 503).
-        timeout: seconds per request.
+        timeout: seconds one model call may take in all, streamed or not, so a server that
+            keeps the connection busy with keep-alive comments is cut off too; running out is a
+            retryable `ModelError`. The SDK keeps its own limits on connecting and on silence.
         parallel_tool_calls: sent only when set and the request has tools.
         settings: extra request fields (temperature, max_tokens, ...), sent as given.
         name: the spec string shown in logs (default "<provider>:<model>").
@@ -98,6 +101,7 @@ class OpenAIModel(Model):
             raise ConfigError(f"{self.provider}: a model name is required, e.g. gpt-4.1-mini")
         self.model = model
         self.name = name or f"{self.provider}:{model}"
+        self.timeout = timeout
         self.parallel_tool_calls = parallel_tool_calls
         self.settings = dict(settings or {})
         self.hint = KeyHint(key_env)
@@ -105,7 +109,7 @@ class OpenAIModel(Model):
         self.client = (
             client
             if client is not None
-            else self._make_client(base_url, api_key, max_retries, timeout, key_env)
+            else self._make_client(base_url, api_key, max_retries, key_env)
         )
 
     @staticmethod
@@ -113,7 +117,6 @@ class OpenAIModel(Model):
         base_url: str | None,
         api_key: str | None,
         max_retries: int,
-        timeout: float,
         key_env: str | None,
     ) -> AsyncOpenAI:
         try:
@@ -125,13 +128,12 @@ class OpenAIModel(Model):
             if key_env is not None:
                 raise ConfigError(NO_KEY_HINT.format(env=key_env))
             key = "no-key"  # local servers ignore it, the SDK insists on one
-        return openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout
-        )
+        return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
 
     async def _post(self, path: str, body: dict[str, Any]) -> Mapping[str, Any]:
         with openai_errors(self.name, self.hint):
-            data = await self.client.post(path, body=body, cast_to=object)
+            async with Deadline(self.timeout, self.name):
+                data = await self.client.post(path, body=body, cast_to=object)
         if not isinstance(data, Mapping):
             raise ModelError(
                 f"{self.name}: the reply is not a JSON object: {data!r:.200}", provider=self.name
@@ -142,12 +144,14 @@ class OpenAIModel(Model):
         """The SSE data objects of a streamed request, with SDK errors mapped."""
         from openai import AsyncStream
 
+        deadline = Deadline(self.timeout, self.name)
         with openai_errors(self.name, self.hint):
-            stream = await self.client.post(
-                path, body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
-            )
+            async with deadline:
+                stream = await self.client.post(
+                    path, body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
+                )
             try:
-                async for event in stream:
+                async for event in deadline.bound(stream):
                     if isinstance(event, Mapping):
                         yield event
             finally:
