@@ -140,8 +140,19 @@ class AnthropicModel(Model):
         with self._mapped_errors():
             async with Deadline(self.timeout, self.name):
                 reply = await self._client.messages.create(**self._params(request, names))
-        # warnings off: an SDK older than a block type (thinking) keeps it loosely, but whole
-        return parse_message(reply.model_dump(mode="json", warnings=False), names)
+        # The SDK hands back the text of a reply that is not JSON (an HTML page from a proxy)
+        # and builds a message from any JSON. Warnings off: an SDK older than a block type
+        # (thinking) keeps it loosely, but whole.
+        data: object = reply
+        if isinstance(reply, self._sdk.BaseModel):
+            data = reply.model_dump(mode="json", warnings=False, exclude_none=True)
+        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+            raise ModelError(
+                f"{self.name}: the reply is not a Messages API reply: {data!r:.200}; check "
+                "base_url (a proxy or another server may have answered)",
+                provider=PROVIDER,
+            )
+        return parse_message(data, names)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         """Yields text and tool-call deltas as the SSE events arrive, then the whole reply.

@@ -136,7 +136,9 @@ class OpenAIModel(Model):
                 data = await self.client.post(path, body=body, cast_to=object)
         if not isinstance(data, Mapping):
             raise ModelError(
-                f"{self.name}: the reply is not a JSON object: {data!r:.200}", provider=self.name
+                f"{self.name}: the reply is not a JSON object: {data!r:.200}; check base_url "
+                "(a proxy or another server may have answered)",
+                provider=self.name,
             )
         return data
 
@@ -279,7 +281,7 @@ def parse_chat_completion(
         raise error_from_body(data, status=None, provider=provider, hint=hint)
     choices = data.get("choices") or []
     if not choices:
-        raise ModelError(f"{provider}: the reply has no choices: {json.dumps(data)[:300]}")
+        raise _no_choices(provider, data)
     choice = choices[0]
     message = choice.get("message") or {}
     calls = tuple(
@@ -295,6 +297,13 @@ def parse_chat_completion(
         tool_calls=calls,
         usage=chat_usage(data.get("usage")),
         stop_reason=_stop_reason(choice.get("finish_reason"), bool(calls)),
+    )
+
+
+def _no_choices(provider: str, data: Mapping[str, Any]) -> ModelError:
+    """A reply without choices, whole or streamed: nothing to answer with, nor to retry."""
+    return ModelError(
+        f"{provider}: the reply has no choices: {json.dumps(data)[:300]}", provider=provider
     )
 
 
@@ -374,14 +383,18 @@ class ChatStreamParser:
         self.calls: dict[int, _PartialCall] = {}
         self.finish_reason: object = None
         self.usage: Usage | None = None
+        self.last_chunk: Mapping[str, Any] = {}
+        self.had_choices = False
 
     def feed(self, chunk: Mapping[str, Any]) -> list[TextDelta | ToolCallDelta]:
         if chunk.get("error"):
             raise error_from_body(chunk, status=None, provider=self.provider, hint=self.hint)
         if chunk.get("usage"):
             self.usage = chat_usage(chunk["usage"])
+        self.last_chunk = chunk
         parts: list[TextDelta | ToolCallDelta] = []
         for choice in chunk.get("choices") or ():
+            self.had_choices = True
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
@@ -423,6 +436,8 @@ class ChatStreamParser:
                 retryable=True,
                 provider=self.provider,
             )
+        if not self.had_choices:
+            raise _no_choices(self.provider, self.last_chunk)
         calls = tuple(
             ToolCall(
                 call.id,
