@@ -51,13 +51,19 @@ class Limits:
 
 
 def estimate_tokens(message: Message) -> int:
-    """The default estimate of what a message adds to the context, in tokens."""
+    """The default estimate of what a message adds to the context, in tokens.
+
+    It runs for every message appended, so ASCII text (the usual case) is measured inline.
+    """
     if isinstance(message, UserMessage):
-        size = _quarters(message.text)
+        text = message.text
+        size = len(text) if text.isascii() else _quarters(text)
     elif isinstance(message, ToolResult):
-        size = _quarters(message.content) + len(message.call_id)
+        text = message.content
+        size = (len(text) if text.isascii() else _quarters(text)) + len(message.call_id)
     elif isinstance(message, AssistantMessage):
-        size = _quarters(message.text)
+        text = message.text
+        size = len(text) if text.isascii() else _quarters(text)
         for call in message.tool_calls:
             args = call.arguments
             text = args if isinstance(args, str) else json.dumps(args, default=str)
