@@ -23,7 +23,6 @@ __all__ = ["Limits", "RepeatGuard", "TokenEstimator", "canonical_arguments", "es
 
 TokenEstimator = Callable[[Message], int]
 
-_CHARS_PER_TOKEN = 4
 _PER_MESSAGE_TOKENS = 4
 
 
@@ -52,28 +51,51 @@ class Limits:
 
 
 def estimate_tokens(message: Message) -> int:
-    """The default estimate of what a message adds to the context, in tokens."""
+    """The default estimate of what a message adds to the context, in tokens.
+
+    It runs for every message appended, so ASCII text (the usual case) is measured inline.
+    """
     if isinstance(message, UserMessage):
-        size = len(message.text)
+        text = message.text
+        size = len(text) if text.isascii() else _quarters(text)
     elif isinstance(message, ToolResult):
-        size = len(message.content) + len(message.call_id)
+        text = message.content
+        size = (len(text) if text.isascii() else _quarters(text)) + len(message.call_id)
     elif isinstance(message, AssistantMessage):
-        size = len(message.text)
+        text = message.text
+        size = len(text) if text.isascii() else _quarters(text)
         for call in message.tool_calls:
             args = call.arguments
-            size += len(call.name) + len(call.id)
-            size += len(args) if isinstance(args, str) else len(json.dumps(args, default=str))
+            text = args if isinstance(args, str) else json.dumps(args, default=str)
+            size += len(call.name) + len(call.id) + _quarters(text)
     else:
-        size = len(message.note)
-    return size // _CHARS_PER_TOKEN + _PER_MESSAGE_TOKENS
+        size = _quarters(message.note)
+    return size // 4 + _PER_MESSAGE_TOKENS
 
 
 def estimate_fixed_tokens(instructions: str | None, tool_specs: Sequence[Any]) -> int:
     """What the instructions and the tool definitions add to every request."""
-    size = len(instructions or "")
+    size = _quarters(instructions or "")
     for spec in tool_specs:
-        size += len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters))
-    return size // _CHARS_PER_TOKEN
+        schema = json.dumps(spec.parameters)  # ASCII: other characters are escaped
+        size += len(spec.name) + _quarters(spec.description) + len(schema)
+    return size // 4
+
+
+def _quarters(text: str) -> int:
+    """The size of `text` in quarter tokens: an ASCII character is one, a UTF-8 byte of any
+    other character two.
+
+    Tokenizers fit about four ASCII characters in a token, but only about two bytes of other
+    scripts: a CJK, Hangul, Devanagari or Thai character (three bytes) costs one to one and a
+    half tokens, a Cyrillic or accented one (two bytes) about half to one. Counting characters
+    alone undercounts such text up to fourfold. `isascii` is a flag check, so ASCII text costs
+    no more than `len`.
+    """
+    if text.isascii():
+        return len(text)
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return ascii_chars + 2 * (len(text.encode("utf-8", "surrogatepass")) - ascii_chars)
 
 
 class RepeatGuard:

@@ -7,10 +7,10 @@ valid (every call answered) whatever ends the run.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
+from steadyloop.effects import ModelCall
 from steadyloop.errors import (
     ContextLimitExceeded,
     ContextWindowExceeded,
@@ -34,7 +34,7 @@ from steadyloop.limits import RepeatGuard, estimate_fixed_tokens
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
 from steadyloop.models.base import ModelRequest
 from steadyloop.result import RunResult
-from steadyloop.retry import retry_context
+from steadyloop.retry import retry_model_call
 from steadyloop.transcript import Transcript
 
 if TYPE_CHECKING:
@@ -171,27 +171,23 @@ class Run:
                 len(request.messages),
             )
         )
-        # The first attempt runs bare: retry machinery is set up only once a call has failed.
-        try:
-            return await self._request(request)
-        except ModelError as exc:
-            if not self.agent.backoff.worth_retrying(exc) or self.agent.model_retries == 0:
-                raise
-            wait = exc.retry_after if exc.retry_after is not None else self.agent.backoff.initial
-            # The text only: the exception's traceback holds this frame (a reference cycle).
-            failure = str(exc)
-        await asyncio.sleep(wait)
-        async for attempt in retry_context(
-            self.agent.backoff.model_retry_hook, self.agent.model_retries, self.agent.backoff
-        ):
-            with attempt:
-                self._emit(ModelRetry(self.turns, attempt.num + 1, failure, wait))
-                try:
-                    return await self._request(request)
-                except ModelError as exc:
-                    failure, wait = str(exc), attempt.next_wait
-                    raise
-        raise AssertionError("unreachable: retry_context yields at least one attempt")
+
+        def announce(attempt: int, error: ModelError, wait: float) -> None:
+            self._emit(ModelRetry(self.turns, attempt, str(error), wait))
+
+        def call_with_retries() -> Awaitable[AssistantMessage]:
+            return retry_model_call(
+                lambda: self._request(request),
+                self.agent.model_retries,
+                self.agent.backoff,
+                announce,
+            )
+
+        effects = self.agent.effects
+        if effects is None:
+            return await call_with_retries()
+        model_call = ModelCall(self.run_id, self.turns, self.agent.model.name, request)
+        return await effects.model_call(model_call, call_with_retries)
 
     async def _request(self, request: ModelRequest) -> AssistantMessage:
         model = self.agent.model

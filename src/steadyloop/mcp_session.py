@@ -32,6 +32,10 @@ logger = logging.getLogger("steadyloop.mcp")
 _STDERR_TAIL = 2_000
 _LABEL = 80
 _CONNECTION_CLOSED = -32000
+# The SDK's own defaults for its HTTP transports: 30 s, and 5 minutes between reads of the
+# event stream a server may hold open.
+_HTTP_TIMEOUT = 30.0
+_HTTP_READ_TIMEOUT = 300.0
 
 
 class Transport(Protocol):
@@ -78,11 +82,13 @@ class Http:
 
     @contextlib.asynccontextmanager
     async def connect(self, errlog: TextIO) -> AsyncIterator[tuple[Any, Any]]:
+        """Connects with an HTTP client of our own, which is how the SDK takes headers."""
+        import httpx2
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
+        timeout = httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT)
         async with (
-            create_mcp_http_client(headers=self.headers) as client,
+            httpx2.AsyncClient(headers=self.headers, timeout=timeout) as client,
             streamable_http_client(self.url, http_client=client) as streams,
         ):
             yield streams[0], streams[1]

@@ -1,19 +1,30 @@
-"""Backoff between attempts, injectable so tests never sleep; the retrying itself is stamina's."""
+"""Retries: the waits between attempts, a server's Retry-After, and the two retry loops.
+
+`retry_model_call` retries one model call after a retryable `ModelError`; `retry_context`
+(tenacity's) retries a block, for tools. Both wait what `Backoff` says, which tests make zero.
+Neither logs: the loop reports each model retry as an event, dispatch counts tool attempts
+into the result. (stamina, the friendlier wrapper around tenacity, logs every scheduled retry
+through process-wide hooks, which Python prints to stderr when the application has configured
+no logging; its hooks can only be changed for the whole process.)
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from steadyloop.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
-    from stamina._core import _RetryContextIterator
+    from tenacity import AsyncRetrying, RetryCallState
 
-__all__ = ["Backoff", "retry_context"]
+__all__ = ["Backoff", "retry_after", "retry_context", "retry_model_call"]
 
-RetryHook = Callable[[Exception], bool | float]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,33 +49,92 @@ class Backoff:
     def none(cls) -> Backoff:
         return cls(0.0, 0.0, 0.0)
 
-    def worth_retrying(self, exc: Exception) -> bool:
+    def worth_retrying(self, exc: BaseException) -> bool:
         """True for a retryable model error whose Retry-After (if any) is not too long."""
         if not isinstance(exc, ModelError) or not exc.retryable:
             return False
         return exc.retry_after is None or exc.retry_after <= self.longest_retry_after
 
-    def model_retry_hook(self, exc: Exception) -> bool | float:
-        """For stamina: retry retryable model errors, waiting what the provider asked for."""
-        if not self.worth_retrying(exc):
-            return False
-        assert isinstance(exc, ModelError)
-        return exc.retry_after if exc.retry_after is not None else True
+    def wait(self, attempt: int, exc: BaseException | None) -> float:
+        """Seconds to wait after failed attempt number `attempt` (from 1): the server's
+        Retry-After when `exc` carries one, else the exponential backoff."""
+        if isinstance(exc, ModelError) and exc.retry_after is not None:
+            return exc.retry_after
+        import random  # only once a call has failed: `import steadyloop` stays lean
+
+        doubled = self.initial * 2.0 ** min(attempt - 1, 64)
+        return min(self.maximum, doubled + random.uniform(0, self.jitter))
+
+
+async def retry_model_call(
+    call: Callable[[], Awaitable[T]],
+    retries: int,
+    backoff: Backoff,
+    on_retry: Callable[[int, ModelError, float], None],
+) -> T:
+    """`await call()`, made again up to `retries` times while it fails with a retryable
+    `ModelError` (`Backoff.worth_retrying`); the last failure is raised as it is.
+
+    Before each wait, `on_retry(attempt, error, seconds)` announces the coming attempt (from
+    2). The first attempt runs bare: it is on every turn's path, and most calls succeed.
+    """
+    attempt = 1
+    while True:
+        try:
+            return await call()
+        except ModelError as exc:
+            if attempt > retries or not backoff.worth_retrying(exc):
+                raise
+            seconds = backoff.wait(attempt, exc)
+            on_retry(attempt + 1, exc, seconds)
+        await asyncio.sleep(seconds)
+        attempt += 1
 
 
 def retry_context(
-    on: type[Exception] | tuple[type[Exception], ...] | RetryHook,
-    attempts: int,
-    backoff: Backoff,
-) -> _RetryContextIterator:
-    """Yields up to `attempts` attempt context managers; see `stamina.retry_context`."""
-    import stamina
+    on: tuple[type[Exception], ...], attempts: int, backoff: Backoff
+) -> AsyncRetrying:
+    """Up to `attempts` attempts of a block that raises one of `on` when it may be tried again:
 
-    return stamina.retry_context(
-        on=on,
-        attempts=attempts,
-        timeout=None,
-        wait_initial=backoff.initial,
-        wait_max=backoff.maximum,
-        wait_jitter=backoff.jitter,
+    async for attempt in retry_context((TimeoutError,), 3, backoff):
+        with attempt:
+            ...  # the last failure propagates
+    """
+    import tenacity
+
+    def wait(state: RetryCallState) -> float:
+        failure = state.outcome.exception() if state.outcome is not None else None
+        return backoff.wait(state.attempt_number, failure)
+
+    return tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception_type(on),
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=wait,
+        reraise=True,
     )
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds a server asked to wait before trying again, None when it did not say.
+
+    `retry-after-ms` (milliseconds, sent by OpenAI and Anthropic) is read before `retry-after`,
+    which is seconds or an HTTP date (RFC 9110); header names in any case. A date in the past
+    means no wait; a value that is neither is ignored.
+    """
+    if not headers:
+        return None
+    values = {name.lower(): value for name, value in headers.items()}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            seconds = float(values[name]) * scale
+        except (KeyError, ValueError):
+            continue
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    import email.utils
+
+    try:
+        when = email.utils.parsedate_to_datetime(values["retry-after"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -16,6 +16,7 @@ from mcp.types import (
 from steadyloop.mcp import servers_from_cli
 from steadyloop.mcp_results import render_result
 from steadyloop.mcp_schema import input_schema, tool_names
+from steadyloop.models.wire import ToolNames
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -31,6 +32,16 @@ def test_valid_names_are_kept_and_others_made_valid_unique_and_stable() -> None:
     assert all(VALID.match(n) for n in mapped.values())
     assert len(set(mapped.values())) == len(names)
     assert tool_names(list(reversed(names))) == mapped
+
+
+def test_a_python_tool_and_an_mcp_tool_of_one_name_get_the_same_valid_name() -> None:
+    """One rule for every tool: the model sees `get_weather` for a tool named `get weather`,
+    whether an MCP server or a Python function provides it."""
+    names = ["search", "calendar.respond", "calendar_respond", "get weather", "a/b/c", "y" * 70]
+    from_mcp = tool_names(names)
+    on_the_wire = ToolNames(names)
+    assert {name: on_the_wire.to_wire(name) for name in names} == from_mcp
+    assert on_the_wire.to_wire("get weather") == "get_weather"
 
 
 def test_a_prefix_goes_before_every_name_and_keeps_them_valid() -> None:

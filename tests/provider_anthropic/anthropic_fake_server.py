@@ -36,10 +36,12 @@ THINKING_TEXT = (
 
 @dataclass
 class Reply:
-    """One scripted answer: a `message` (JSON or SSE, as asked), an error, or raw SSE `events`.
+    """One scripted answer: a `message` (JSON or SSE, as asked), an error, raw SSE `events`, or
+    an HTML `page` with status 200 (a proxy answering instead of the API).
 
     `broken` ends the stream without its last chunk (the connection drops mid-reply);
-    `delay` seconds pass before the answer starts.
+    `delay` seconds pass before the answer starts; for `drip` seconds before it the server
+    keeps the connection busy: `ping` events to a stream, leading whitespace to a plain request.
     """
 
     message: JSON | None = None
@@ -49,6 +51,8 @@ class Reply:
     events: list[JSON] | None = None
     broken: bool = False
     delay: float = 0.0
+    page: str | None = None
+    drip: float = 0.0
 
 
 def text(value: str) -> JSON:
@@ -303,6 +307,7 @@ class FakeAnthropic:
         self.requests: list[JSON] = []
         self.times: list[float] = []
         self.rejections: list[str] = []
+        self.closing = threading.Event()  # ends delays and drips when the test is over
         self._lock = threading.Lock()
         self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(
@@ -319,6 +324,7 @@ class FakeAnthropic:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.closing.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -351,20 +357,27 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"type": "error", "error": {"type": "not_found_error"}}, {})
                 return
             reply = fake.answer(body)
-            time.sleep(reply.delay)
-            if reply.status != 200 or reply.body is not None:
+            if fake.closing.wait(reply.delay):
+                return
+            if reply.page is not None:
+                self._send(200, reply.page.encode(), "text/html; charset=utf-8", {})
+            elif reply.status != 200 or reply.body is not None:
                 self._json(reply.status, reply.body or {}, reply.headers)
             elif body.get("stream"):
                 assert reply.message is not None or reply.events is not None
                 events = reply.events or stream_events(reply.message or {})
-                self._sse(events, reply.broken)
+                self._sse(events, reply.broken, reply.drip)
+            elif reply.drip:
+                self._drip_json(reply.message or {}, reply.drip)
             else:
                 self._json(200, reply.message or {}, reply.headers)
 
         def _json(self, status: int, data: JSON, headers: Mapping[str, str]) -> None:
-            payload = json.dumps(data).encode()
+            self._send(status, json.dumps(data).encode(), "application/json", headers)
+
+        def _send(self, status: int, payload: bytes, kind: str, headers: Mapping[str, str]) -> None:
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", kind)
             self.send_header("content-length", str(len(payload)))
             self.send_header("request-id", "req_fake")
             for name, value in headers.items():
@@ -372,18 +385,38 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
 
-        def _sse(self, events: Sequence[JSON], broken: bool) -> None:
+        def _sse(self, events: Sequence[JSON], broken: bool, drip: float) -> None:
+            self._chunked("text/event-stream")
+            ping = {"type": "ping"}
+            self._drip(drip, f"event: ping\ndata: {json.dumps(ping)}\n\n".encode())
+            for event in events:
+                self._chunk(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+            if not broken:
+                self._chunk(b"")
+            self.close_connection = True
+
+        def _drip_json(self, data: JSON, seconds: float) -> None:
+            self._chunked("application/json")
+            self._drip(seconds, b" ")
+            self._chunk(json.dumps(data).encode())
+            self._chunk(b"")
+            self.close_connection = True
+
+        def _chunked(self, kind: str) -> None:
             self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-type", kind)
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
-            for event in events:
-                chunk = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                self.wfile.flush()
-            if not broken:
-                self.wfile.write(b"0\r\n\r\n")
-            self.close_connection = True
+
+        def _drip(self, seconds: float, keep_alive: bytes) -> None:
+            """Sends `keep_alive` every 50 ms for `seconds`: no read ever waits long."""
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline and not fake.closing.wait(0.05):
+                self._chunk(keep_alive)
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
 
     return Handler
 

@@ -126,7 +126,7 @@ async def test_parallel_calls_unknown_tool_error_result_and_mapped_name() -> Non
     assert result.usage.cache_read_tokens == 2 * 3
 
 
-async def test_rate_limit_retried_by_the_sdk_after_retry_after() -> None:
+async def test_rate_limit_retried_by_the_loop_after_retry_after() -> None:
     """F35: 429 with retry-after, then success; the wait is honoured."""
     limited = error(
         429, "rate_limit_error", "This request would exceed the rate limit", {"retry-after": "0.4"}
@@ -140,10 +140,10 @@ async def test_rate_limit_retried_by_the_sdk_after_retry_after() -> None:
 
 
 async def test_overloaded_retried_by_the_loop_after_retry_after() -> None:
-    """F36: 529, SDK retries off: ModelError(retryable, retry_after) and the loop waits."""
+    """F36: 529: ModelError(retryable, retry_after) and the loop waits."""
     overloaded = error(529, "overloaded_error", "Overloaded", {"retry-after": "0.3"})
     with FakeAnthropic([overloaded, message(text("ok"))]) as fake:
-        async with agent_for(fake, model_options={"max_retries": 0}) as agent:
+        async with agent_for(fake) as agent:
             result = await agent.run("hi")
     assert result.output == "ok"
     assert fake.times[1] - fake.times[0] >= 0.25
@@ -152,7 +152,7 @@ async def test_overloaded_retried_by_the_loop_after_retry_after() -> None:
 async def test_overloaded_until_retries_run_out_raises_retryable_model_error() -> None:
     replies = [error(529, "overloaded_error", "Overloaded") for _ in range(2)]
     with FakeAnthropic(replies) as fake:
-        async with agent_for(fake, model_retries=1, model_options={"max_retries": 0}) as agent:
+        async with agent_for(fake, model_retries=1) as agent:
             with pytest.raises(ModelError) as caught:
                 await agent.run("hi")
     assert caught.value.retryable

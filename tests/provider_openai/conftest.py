@@ -29,8 +29,7 @@ MakeModel = Callable[..., OpenAIModel]
 
 @pytest.fixture
 async def make_model(server: FakeOpenAI, api: str) -> AsyncIterator[MakeModel]:
-    """`make_model(**options)`: the adapter under test, talking to `server` with its key;
-    SDK retries off unless asked (the loop's retries are what most tests look at)."""
+    """`make_model(**options)`: the adapter under test, talking to `server` with its key."""
     from steadyloop.models.openai_chat import OpenAIChatModel
     from steadyloop.models.openai_responses import OpenAIResponsesModel
 
@@ -39,7 +38,6 @@ async def make_model(server: FakeOpenAI, api: str) -> AsyncIterator[MakeModel]:
     def make(**options: Any) -> OpenAIModel:
         options.setdefault("base_url", server.base_url)
         options.setdefault("api_key", server.api_key)
-        options.setdefault("max_retries", 0)
         cls = OpenAIChatModel if api == "chat" else OpenAIResponsesModel
         made.append(cls("gpt-test", **options))
         return made[-1]

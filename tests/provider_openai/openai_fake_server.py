@@ -74,7 +74,30 @@ class Stall:
     reply: Reply = Reply(text="too late")
 
 
-Scripted = Reply | Fail | StreamError | Drop | Stall
+@dataclass(frozen=True)
+class Drip:
+    """A 200 whose body trickles for `seconds` before `reply`: SSE keep-alive comments to a
+    stream (as OpenRouter sends them), leading whitespace to a plain request; a byte every
+    `every` seconds, so no single read ever waits long."""
+
+    seconds: float
+    every: float = 0.05
+    reply: Reply = Reply(text="too late")
+
+
+@dataclass(frozen=True)
+class Html:
+    """A 200 with an HTML page instead of the API's reply (a proxy or a web server's)."""
+
+    page: str = "<html><body><h1>Welcome to nginx!</h1></body></html>"
+
+
+@dataclass(frozen=True)
+class NoChoices:
+    """A Chat Completions 200 whose `choices` list is empty, plain or streamed (usage only)."""
+
+
+Scripted = Reply | Fail | StreamError | Drop | Stall | Drip | Html | NoChoices
 
 
 def error_body(message: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
@@ -105,6 +128,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []  # every body received, in order
         self.rejected: list[str] = []  # the messages of history-rule rejections
         self._lock = threading.Lock()
+        self.closing = threading.Event()  # ends stalls and drips when the test is over
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -122,6 +146,7 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.closing.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)
@@ -512,6 +537,16 @@ def _response_events(reply: Reply, model: str) -> Iterator[dict[str, Any]]:
     yield {"type": kind, "response": final}
 
 
+def _sse_bytes(events: Sequence[Mapping[str, Any]], done: bool) -> bytes:
+    lines = []
+    for event in events:
+        named = f"event: {event['type']}\n" if "type" in event else ""
+        lines.append(f"{named}data: {json.dumps(event)}\n\n")
+    if done:
+        lines.append("data: [DONE]\n\n")
+    return "".join(lines).encode()
+
+
 def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:  # quiet
@@ -529,8 +564,14 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, item: Scripted, body: Mapping[str, Any], chat: bool, model: str) -> None:
             if isinstance(item, Stall):
-                time.sleep(item.seconds)
-                self._answer(item.reply, body, chat, model)
+                if not server.closing.wait(item.seconds):
+                    self._answer(item.reply, body, chat, model)
+            elif isinstance(item, Drip):
+                self._drip(item, body, chat, model)
+            elif isinstance(item, Html):
+                self._send_bytes(200, item.page.encode(), "text/html; charset=utf-8")
+            elif isinstance(item, NoChoices):
+                self._no_choices(bool(body.get("stream")), model)
             elif isinstance(item, Fail):
                 self._send(item.status, item.body, item.headers)
             elif isinstance(item, Drop):
@@ -547,25 +588,53 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def _send(
             self, status: int, body: Mapping[str, Any], headers: Mapping[str, str] = {}
         ) -> None:
-            data = json.dumps(body).encode()
+            self._send_bytes(status, json.dumps(body).encode(), "application/json", headers)
+
+        def _send_bytes(
+            self, status: int, data: bytes, kind: str, headers: Mapping[str, str] = {}
+        ) -> None:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
 
+        def _drip(self, item: Drip, body: Mapping[str, Any], chat: bool, model: str) -> None:
+            stream = bool(body.get("stream"))
+            if stream:
+                lines = (
+                    [*_chat_chunks(item.reply)] if chat else [*_response_events(item.reply, model)]
+                )
+                data = _sse_bytes(lines, done=chat)
+                keep_alive, kind = b": keep-alive\n\n", "text/event-stream"
+            else:
+                reply = _chat_json(item.reply, model) if chat else _response_json(item.reply, model)
+                data, keep_alive, kind = json.dumps(reply).encode(), b" ", "application/json"
+            # HTTP/1.0 without a Content-Length: the body ends when the connection closes
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.end_headers()
+            deadline = time.monotonic() + item.seconds
+            while time.monotonic() < deadline and not server.closing.wait(item.every):
+                self.wfile.write(keep_alive)
+                self.wfile.flush()
+            self.wfile.write(data)
+            self.close_connection = True
+
+        def _no_choices(self, stream: bool, model: str) -> None:
+            usage = _chat_usage(Reply())
+            bare = {"id": "chatcmpl-fake", "model": model, "choices": [], "usage": usage}
+            if not stream:
+                self._send(200, {**bare, "object": "chat.completion"})
+            else:
+                self._sse([{**bare, "object": "chat.completion.chunk"}], done=True)
+
         def _sse(
             self, events: Sequence[Mapping[str, Any]], done: bool, length: int | None = None
         ) -> None:
-            lines = []
-            for event in events:
-                named = f"event: {event['type']}\n" if "type" in event else ""
-                lines.append(f"{named}data: {json.dumps(event)}\n\n")
-            if done:
-                lines.append("data: [DONE]\n\n")
-            data = "".join(lines).encode()
+            data = _sse_bytes(events, done)
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             # a Content-Length above what is sent makes the client see a cut connection

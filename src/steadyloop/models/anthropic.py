@@ -6,7 +6,7 @@ this module holds the client, streaming, and the one place vendor errors become 
 
 - 429, 5xx, 529 overloaded, connection errors, timeouts, an `error` event inside a 200 stream
   (F36) and a stream that ends without `message_stop` (F37): `ModelError(retryable=True)`
-  with `retry_after` from the response headers (the SDK has already retried `max_retries` times);
+  with `retry_after` from the response headers (`steadyloop.retry.retry_after`);
 - 401/403: `ConfigError` naming the key; 404: `ConfigError` naming the model;
 - "prompt is too long", "input length and `max_tokens` exceed context limit", 413
   `request_too_large` and `stop_reason: model_context_window_exceeded`:
@@ -16,11 +16,9 @@ this module holds the client, streaming, and the one place vendor errors become 
 
 from __future__ import annotations
 
-import email.utils
 import os
 import re
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -29,7 +27,9 @@ from steadyloop.errors import ConfigError, ContextWindowExceeded, ModelError, St
 from steadyloop.messages import AssistantMessage
 from steadyloop.models.anthropic_wire import PROVIDER, StreamAssembler, build_request, parse_message
 from steadyloop.models.base import Model, ModelRequest, StreamPart
+from steadyloop.models.deadline import Deadline
 from steadyloop.models.wire import ToolNames
+from steadyloop.retry import retry_after
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -68,11 +68,16 @@ class AnthropicModel(Model):
         base_url: the API root (default: `ANTHROPIC_BASE_URL`, else Anthropic's).
         api_key: the key (default: `ANTHROPIC_API_KEY`); checked here, not at the first call.
         client: an `anthropic.AsyncAnthropic` to use instead of one made from base_url,
-            api_key, max_retries and timeout; `aclose` leaves it open.
+            api_key and max_retries; `aclose` leaves it open.
         max_tokens: the output limit of each reply. Above what the SDK allows without
             streaming, `request` streams and returns the whole reply.
-        max_retries: the SDK's own retries of 429/5xx/connection errors, before the loop's.
-        timeout: seconds per request (default: the SDK's).
+        max_retries: the SDK's own retries of 429/5xx/connection errors. 0 by default: the
+            agent's loop retries the model call (`Agent(model_retries=...)`), and a second
+            layer would multiply the requests (3 x 3 for one persistent 503).
+        timeout: seconds one model call may take in all, streamed or not, so a stream kept
+            open with pings is cut off too; running out is a retryable `ModelError`. Raise it
+            for replies that take longer. The SDK keeps its own limits on connecting and on
+            silence.
         settings: extra request fields sent as they are, e.g. `{"temperature": 0}`,
             `{"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}` (left out of
             requests without tools) or `{"thinking": {"type": "enabled", "budget_tokens": 2048}}`.
@@ -88,8 +93,8 @@ class AnthropicModel(Model):
         api_key: str | None = None,
         client: AsyncAnthropic | None = None,
         max_tokens: int = 4096,
-        max_retries: int = 2,
-        timeout: float | None = None,
+        max_retries: int = 0,
+        timeout: float = 600.0,
         settings: Mapping[str, Any] | None = None,
     ) -> None:
         if not model.strip():
@@ -104,8 +109,8 @@ class AnthropicModel(Model):
                 f"settings may not set {', '.join(reserved)}: the model and the agent set them "
                 "(use max_tokens=..., Agent(instructions=..., tools=...))"
             )
-        if client is not None and (base_url, api_key, timeout) != (None, None, None):
-            raise ConfigError("pass either client=... or base_url/api_key/timeout, not both")
+        if client is not None and (base_url, api_key) != (None, None):
+            raise ConfigError("pass either client=... or base_url/api_key, not both")
         try:
             import anthropic
         except ImportError as exc:
@@ -120,11 +125,11 @@ class AnthropicModel(Model):
             key = api_key or os.environ.get("ANTHROPIC_API_KEY")
             if not key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
                 raise ConfigError(MISSING_KEY_TEXT)
-            options: dict[str, Any] = {"max_retries": max_retries}
-            if timeout is not None:
-                options["timeout"] = timeout
-            client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, **options)
+            client = anthropic.AsyncAnthropic(
+                api_key=api_key, base_url=base_url, max_retries=max_retries
+            )
         self._client = client
+        self.timeout = timeout
 
     async def request(self, request: ModelRequest) -> AssistantMessage:
         if self.max_tokens > NONSTREAMING_MAX_TOKENS:
@@ -133,9 +138,21 @@ class AnthropicModel(Model):
             return parts[-1]
         names = ToolNames(spec.name for spec in request.tools)
         with self._mapped_errors():
-            reply = await self._client.messages.create(**self._params(request, names))
-        # warnings off: an SDK older than a block type (thinking) keeps it loosely, but whole
-        return parse_message(reply.model_dump(mode="json", warnings=False), names)
+            async with Deadline(self.timeout, self.name):
+                reply = await self._client.messages.create(**self._params(request, names))
+        # The SDK hands back the text of a reply that is not JSON (an HTML page from a proxy)
+        # and builds a message from any JSON. Warnings off: an SDK older than a block type
+        # (thinking) keeps it loosely, but whole.
+        data: object = reply
+        if isinstance(reply, self._sdk.BaseModel):
+            data = reply.model_dump(mode="json", warnings=False, exclude_none=True)
+        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+            raise ModelError(
+                f"{self.name}: the reply is not a Messages API reply: {data!r:.200}; check "
+                "base_url (a proxy or another server may have answered)",
+                provider=PROVIDER,
+            )
+        return parse_message(data, names)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         """Yields text and tool-call deltas as the SSE events arrive, then the whole reply.
@@ -145,10 +162,14 @@ class AnthropicModel(Model):
         """
         names = ToolNames(spec.name for spec in request.tools)
         assembler = StreamAssembler(names)
+        deadline = Deadline(self.timeout, self.name)
         with self._mapped_errors():
-            events = await self._client.messages.create(**self._params(request, names), stream=True)
+            async with deadline:
+                events = await self._client.messages.create(
+                    **self._params(request, names), stream=True
+                )
             try:
-                async for event in events:
+                async for event in deadline.bound(events):
                     for part in assembler.feed(event.model_dump(mode="json", warnings=False)):
                         yield part
             finally:
@@ -237,7 +258,7 @@ def error_from_response(
         retryable=retryable,
         status=status,
         provider=PROVIDER,
-        retry_after=_retry_after(headers) if retryable else None,
+        retry_after=retry_after(headers) if retryable else None,
     )
 
 
@@ -257,23 +278,6 @@ def _context_limit(message: str) -> int | None:
         if match:
             return int(match.group(1))
     return None
-
-
-def _retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait, from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
-    if not headers:
-        return None
-    lower = {key.lower(): value for key, value in headers.items()}
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            return max(0.0, float(lower[name]) * scale)
-        except (KeyError, ValueError):
-            continue
-    try:
-        when = email.utils.parsedate_to_datetime(lower["retry-after"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:

@@ -29,6 +29,7 @@ from steadyloop.messages import (
     UserMessage,
 )
 from steadyloop.models.base import Model, ModelRequest, StreamPart
+from steadyloop.models.deadline import Deadline
 from steadyloop.models.openai_errors import KeyHint, error_from_body, openai_errors
 from steadyloop.models.wire import IdRules, ToolNames, prepare_history
 from steadyloop.tools import ToolSpec
@@ -68,8 +69,12 @@ class OpenAIModel(Model):
         base_url: the API root (default: `OPENAI_BASE_URL`, else api.openai.com).
         api_key: the key (default: `OPENAI_API_KEY`); missing is a `ConfigError` right away.
         client: a ready `openai.AsyncOpenAI` to use instead of building one.
-        max_retries: the SDK's own retries of 429/5xx/connection errors (the loop retries too).
-        timeout: seconds per request.
+        max_retries: the SDK's own retries of 429/5xx/connection errors. 0 by default: the
+            agent's loop retries the model call (`Agent(model_retries=...)`), and a second
+            layer would multiply the requests (3 x 3 for one persistent 503).
+        timeout: seconds one model call may take in all, streamed or not, so a server that
+            keeps the connection busy with keep-alive comments is cut off too; running out is a
+            retryable `ModelError`. The SDK keeps its own limits on connecting and on silence.
         parallel_tool_calls: sent only when set and the request has tools.
         settings: extra request fields (temperature, max_tokens, ...), sent as given.
         name: the spec string shown in logs (default "<provider>:<model>").
@@ -85,7 +90,7 @@ class OpenAIModel(Model):
         base_url: str | None = None,
         api_key: str | None = None,
         client: AsyncOpenAI | None = None,
-        max_retries: int = 2,
+        max_retries: int = 0,
         timeout: float = 600.0,
         parallel_tool_calls: bool | None = None,
         settings: Mapping[str, Any] | None = None,
@@ -96,6 +101,7 @@ class OpenAIModel(Model):
             raise ConfigError(f"{self.provider}: a model name is required, e.g. gpt-4.1-mini")
         self.model = model
         self.name = name or f"{self.provider}:{model}"
+        self.timeout = timeout
         self.parallel_tool_calls = parallel_tool_calls
         self.settings = dict(settings or {})
         self.hint = KeyHint(key_env)
@@ -103,7 +109,7 @@ class OpenAIModel(Model):
         self.client = (
             client
             if client is not None
-            else self._make_client(base_url, api_key, max_retries, timeout, key_env)
+            else self._make_client(base_url, api_key, max_retries, key_env)
         )
 
     @staticmethod
@@ -111,7 +117,6 @@ class OpenAIModel(Model):
         base_url: str | None,
         api_key: str | None,
         max_retries: int,
-        timeout: float,
         key_env: str | None,
     ) -> AsyncOpenAI:
         try:
@@ -123,16 +128,17 @@ class OpenAIModel(Model):
             if key_env is not None:
                 raise ConfigError(NO_KEY_HINT.format(env=key_env))
             key = "no-key"  # local servers ignore it, the SDK insists on one
-        return openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout
-        )
+        return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
 
     async def _post(self, path: str, body: dict[str, Any]) -> Mapping[str, Any]:
         with openai_errors(self.name, self.hint):
-            data = await self.client.post(path, body=body, cast_to=object)
+            async with Deadline(self.timeout, self.name):
+                data = await self.client.post(path, body=body, cast_to=object)
         if not isinstance(data, Mapping):
             raise ModelError(
-                f"{self.name}: the reply is not a JSON object: {data!r:.200}", provider=self.name
+                f"{self.name}: the reply is not a JSON object: {data!r:.200}; check base_url "
+                "(a proxy or another server may have answered)",
+                provider=self.name,
             )
         return data
 
@@ -140,12 +146,14 @@ class OpenAIModel(Model):
         """The SSE data objects of a streamed request, with SDK errors mapped."""
         from openai import AsyncStream
 
+        deadline = Deadline(self.timeout, self.name)
         with openai_errors(self.name, self.hint):
-            stream = await self.client.post(
-                path, body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
-            )
+            async with deadline:
+                stream = await self.client.post(
+                    path, body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
+                )
             try:
-                async for event in stream:
+                async for event in deadline.bound(stream):
                     if isinstance(event, Mapping):
                         yield event
             finally:
@@ -273,7 +281,7 @@ def parse_chat_completion(
         raise error_from_body(data, status=None, provider=provider, hint=hint)
     choices = data.get("choices") or []
     if not choices:
-        raise ModelError(f"{provider}: the reply has no choices: {json.dumps(data)[:300]}")
+        raise _no_choices(provider, data)
     choice = choices[0]
     message = choice.get("message") or {}
     calls = tuple(
@@ -289,6 +297,13 @@ def parse_chat_completion(
         tool_calls=calls,
         usage=chat_usage(data.get("usage")),
         stop_reason=_stop_reason(choice.get("finish_reason"), bool(calls)),
+    )
+
+
+def _no_choices(provider: str, data: Mapping[str, Any]) -> ModelError:
+    """A reply without choices, whole or streamed: nothing to answer with, nor to retry."""
+    return ModelError(
+        f"{provider}: the reply has no choices: {json.dumps(data)[:300]}", provider=provider
     )
 
 
@@ -368,14 +383,18 @@ class ChatStreamParser:
         self.calls: dict[int, _PartialCall] = {}
         self.finish_reason: object = None
         self.usage: Usage | None = None
+        self.last_chunk: Mapping[str, Any] = {}
+        self.had_choices = False
 
     def feed(self, chunk: Mapping[str, Any]) -> list[TextDelta | ToolCallDelta]:
         if chunk.get("error"):
             raise error_from_body(chunk, status=None, provider=self.provider, hint=self.hint)
         if chunk.get("usage"):
             self.usage = chat_usage(chunk["usage"])
+        self.last_chunk = chunk
         parts: list[TextDelta | ToolCallDelta] = []
         for choice in chunk.get("choices") or ():
+            self.had_choices = True
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
@@ -413,10 +432,12 @@ class ChatStreamParser:
         if self.finish_reason is None and self.usage is None:
             raise ModelError(
                 f"{self.provider}: the stream ended before the reply was complete "
-                "(no finish_reason); will retry",
+                "(no finish_reason)",
                 retryable=True,
                 provider=self.provider,
             )
+        if not self.had_choices:
+            raise _no_choices(self.provider, self.last_chunk)
         calls = tuple(
             ToolCall(
                 call.id,

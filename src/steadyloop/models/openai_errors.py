@@ -7,7 +7,7 @@ Per DESIGN.md §3:
 
 - 429 (but not `insufficient_quota` or "Request too large", which never succeed on retry), 408,
   409, 5xx, connection errors and timeouts: `ModelError(retryable=True)`, with `retry_after`
-  from the `Retry-After` / `retry-after-ms` headers when present;
+  from the `retry-after-ms` / `Retry-After` headers when present (`steadyloop.retry.retry_after`);
 - 401/403: `ConfigError` saying which key to check; 404: `ConfigError` (unknown model or URL);
 - the context is too long (`context_length_exceeded`, llama.cpp `exceed_context_size_error`,
   "maximum context length"): `ContextWindowExceeded`, with `.limit` when the text states it;
@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from steadyloop.errors import ConfigError, ContextWindowExceeded, ModelError, SteadyloopError
+from steadyloop.retry import retry_after
 
-__all__ = ["KeyHint", "error_from_body", "openai_errors", "retry_after_seconds"]
+__all__ = ["KeyHint", "error_from_body", "openai_errors"]
 
 _CONTEXT_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
 _CONTEXT_TEXTS = ("maximum context length", "exceeds the context window")
@@ -67,7 +68,7 @@ def openai_errors(provider: str, hint: KeyHint) -> Iterator[None]:
         raise _from_status(exc, provider, hint) from exc
     except openai.APIConnectionError as exc:  # also APITimeoutError, and streams cut mid-way
         raise ModelError(
-            f"{provider}: {exc.message} ({_cause(exc)}); will retry",
+            f"{provider}: {exc.message} ({_cause(exc)})",
             retryable=True,
             provider=provider,
         ) from exc
@@ -109,7 +110,7 @@ def error_from_body(
             retryable=not never,
             status=status,
             provider=provider,
-            retry_after=None if never else retry_after_seconds(headers),
+            retry_after=None if never else retry_after(headers),
         )
     if status is not None and status >= 500:
         validation = any(t in lowered for t in _VALIDATION_TEXTS)
@@ -118,29 +119,12 @@ def error_from_body(
             retryable=not validation,
             status=status,
             provider=provider,
-            retry_after=retry_after_seconds(headers),
+            retry_after=retry_after(headers),
         )
     # Groq's server-side check of a generated call (F17): a new sample can get it right
     resample = code_text == "tool_use_failed"
     retryable = resample or status in (408, 409) or (status is None and bool(words & _RETRY_WORDS))
     return ModelError(where, retryable=retryable, status=status, provider=provider)
-
-
-def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds the server asked us to wait (`retry-after-ms` or numeric `retry-after`)."""
-    if not headers:
-        return None
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue
-        if seconds >= 0:
-            return seconds
-    return None
 
 
 def _from_status(exc: Any, provider: str, hint: KeyHint) -> SteadyloopError:

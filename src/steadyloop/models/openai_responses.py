@@ -179,10 +179,17 @@ def _tool(spec: ToolSpec, names: ToolNames) -> dict[str, Any]:
 def parse_response(
     data: Mapping[str, Any], names: ToolNames, provider: str, hint: KeyHint
 ) -> AssistantMessage:
-    """A `response` object as a canonical reply; a failed response raises its error."""
+    """A `response` object as a canonical reply; a failed response raises its error, and JSON
+    that is not a response (no `output` list) a `ModelError`."""
     if data.get("error") or data.get("status") == "failed":
         raise error_from_body(data.get("error") or data, status=None, provider=provider, hint=hint)
-    return _reply(data.get("output") or (), data, names)
+    output = data.get("output")
+    if not isinstance(output, list):
+        raise ModelError(
+            f"{provider}: the reply is not a Responses API response: {json.dumps(data)[:300]}",
+            provider=provider,
+        )
+    return _reply(output, data, names)
 
 
 def _reply(output: Any, data: Mapping[str, Any], names: ToolNames) -> AssistantMessage:
@@ -287,7 +294,7 @@ class ResponsesStreamParser:
             self.items[_index(event)] = event.get("item") or {}
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
             response = event.get("response") or {}
-            if not response.get("output") and self.items:
+            if not response.get("output"):  # some servers send the items only as events
                 response = {**response, "output": [self.items[i] for i in sorted(self.items)]}
             self.final = parse_response(response, self.names, self.provider, self.hint)
         elif kind == "error":
@@ -298,7 +305,7 @@ class ResponsesStreamParser:
     def finish(self) -> AssistantMessage:
         if self.final is None:
             raise ModelError(
-                f"{self.provider}: the stream ended before response.completed; will retry",
+                f"{self.provider}: the stream ended before response.completed",
                 retryable=True,
                 provider=self.provider,
             )

@@ -5,22 +5,26 @@ provider's format, too long, empty or repeated; tool names with dots or spaces; 
 whose call is not right before it; a call with no result. `prepare_history` rewrites a copy of
 the model's view so that none of these reach the wire, deterministically (the same input always
 gives the same ids) and consistently (a call and its result get the same new id). The canonical
-transcript keeps the originals. `ToolNames` maps tool names both ways.
+transcript keeps the originals. `valid_tool_names` is the one rule that makes tool names valid,
+for Python tools here and for MCP tools when a server lists them; `ToolNames` maps both ways.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 
-__all__ = ["IdRules", "ToolNames", "prepare_history"]
+__all__ = ["IdRules", "ToolNames", "prepare_history", "valid_tool_names"]
 
 _NAME_OK = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _NAME_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
+_MAX_NAME = 64
+_NAME_HASH = 8
 MISSING_RESULT_TEXT = "not run: no result was recorded for this call"
 
 
@@ -45,29 +49,53 @@ class IdRules:
         return self.prefix + _digest(seed, room)
 
 
-class ToolNames:
-    """Maps tool names to names every provider accepts (`^[a-zA-Z0-9_-]{1,64}$`) and back.
+def valid_tool_names(names: Iterable[str]) -> dict[str, str]:
+    """Maps each tool name to one every provider accepts (`^[a-zA-Z0-9_-]{1,64}$`).
 
-    Valid names are kept; others are cleaned and given a short hash so two names that clean to
-    the same text stay apart. Names the model sends that we never mapped come back unchanged,
-    so the loop can answer them as unknown tools.
+    Valid names are kept. In others each run of other characters becomes `_`; a name that is
+    then too long, or equal to another one, is cut and given a short hash of the original, so
+    `a.b` and `a_b` stay apart. The result depends only on the set of names, not their order.
+    """
+    valid: dict[str, str] = {}
+    cleaned: dict[str, str] = {}
+    for name in names:
+        if _NAME_OK.match(name):
+            valid[name] = name
+        else:
+            cleaned[name] = _clean(name)
+    if cleaned:
+        taken = Counter([*valid, *cleaned.values()])
+        for name, clean in cleaned.items():
+            unique = len(clean) <= _MAX_NAME and taken[clean] == 1
+            valid[name] = clean if unique else _hashed(name)
+    return valid
+
+
+def _clean(name: str) -> str:
+    return _NAME_BAD_CHARS.sub("_", name).strip("_") or "tool"
+
+
+def _hashed(name: str) -> str:
+    return f"{_clean(name)[: _MAX_NAME - _NAME_HASH - 1]}_{_digest(name, _NAME_HASH)}"
+
+
+class ToolNames:
+    """Maps the request's tool names to valid ones (`valid_tool_names`) and back.
+
+    A name outside the request (a call in the history to a tool no longer offered) is kept if
+    valid, else cleaned and hashed so it cannot pass for a current tool. Names the model sends
+    that we never mapped come back unchanged, so the loop can answer them as unknown tools.
     """
 
     def __init__(self, names: Iterable[str]) -> None:
-        self._to_wire: dict[str, str] = {}
-        self._from_wire: dict[str, str] = {}
-        for name in names:
-            wire = name if _NAME_OK.match(name) else self._clean(name)
-            self._to_wire[name] = wire
-            self._from_wire[wire] = name
-
-    @staticmethod
-    def _clean(name: str) -> str:
-        base = _NAME_BAD_CHARS.sub("_", name).strip("_") or "tool"
-        return f"{base[:55]}_{_digest(name, 8)}"
+        self._to_wire = valid_tool_names(names)
+        self._from_wire = {wire: name for name, wire in self._to_wire.items()}
 
     def to_wire(self, name: str) -> str:
-        return self._to_wire.get(name) or (name if _NAME_OK.match(name) else self._clean(name))
+        wire = self._to_wire.get(name)
+        if wire is None:
+            return name if _NAME_OK.match(name) else _hashed(name)
+        return wire
 
     def from_wire(self, wire: str) -> str:
         return self._from_wire.get(wire, wire)
