@@ -8,6 +8,7 @@ EXPECTED = {
     "ConfigError",
     "ContextLimitExceeded",
     "ContextWindowExceeded",
+    "CostLimitExceeded",
     "FatalToolError",
     "LimitExceeded",
     "Limits",
@@ -25,8 +26,10 @@ EXPECTED = {
     "TurnLimitExceeded",
     "Usage",
     "UserMessage",
+    "instrument",
     "tool",
     "truncate",
+    "uninstrument",
 }
 
 

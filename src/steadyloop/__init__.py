@@ -11,6 +11,7 @@ from steadyloop.errors import (
     ConfigError,
     ContextLimitExceeded,
     ContextWindowExceeded,
+    CostLimitExceeded,
     FatalToolError,
     LimitExceeded,
     ModelError,
@@ -32,6 +33,7 @@ from steadyloop.messages import (
 )
 from steadyloop.result import RunResult
 from steadyloop.tools import Tool, tool
+from steadyloop.tracing import instrument, uninstrument
 from steadyloop.truncate import truncate
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "ConfigError",
     "ContextLimitExceeded",
     "ContextWindowExceeded",
+    "CostLimitExceeded",
     "FatalToolError",
     "LimitExceeded",
     "Limits",
@@ -58,6 +61,8 @@ __all__ = [
     "TurnLimitExceeded",
     "Usage",
     "UserMessage",
+    "instrument",
     "tool",
     "truncate",
+    "uninstrument",
 ]

@@ -22,9 +22,13 @@ from steadyloop.models import Model, resolve_model
 from steadyloop.result import RunResult
 from steadyloop.retry import Backoff
 from steadyloop.tools import Tool, Toolset, as_tool
+from steadyloop.tracing import run_tracing
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from steadyloop.store import RunStore
+    from steadyloop.tracing_spans import Tracing
 
 __all__ = ["Agent"]
 
@@ -54,6 +58,9 @@ class Agent:
         effects: around-hooks for each model call and each tool call (see
             `steadyloop.effects`); several nest, the first outermost.
         metadata: extra JSON-able facts logged with each run (the CLI records its tool files).
+        tracer_provider: trace this agent's runs with OpenTelemetry, to this provider (see
+            `steadyloop.instrument()` for every agent).
+        trace_content: also record prompts, replies, tool arguments and results on the spans.
     """
 
     def __init__(
@@ -73,6 +80,8 @@ class Agent:
         durability: Literal["turn", "batch"] = "turn",
         effects: Effects | Sequence[Effects] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        tracer_provider: TracerProvider | None = None,
+        trace_content: bool = False,
     ) -> None:
         if max_tool_output < 0:
             raise ConfigError(f"max_tool_output must be >= 0, got {max_tool_output}")
@@ -94,6 +103,8 @@ class Agent:
         self.metadata = dict(metadata or {})
         self.durability = durability
         self.effects = nest(effects)
+        self.tracer_provider = tracer_provider
+        self.trace_content = trace_content
         self._store = store
         self._owns_store = not _is_store(store)
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
@@ -102,7 +113,9 @@ class Agent:
         )
         _check_unique(self.tools)
         self._tool_threads = _ToolThreads()
-        self._dispatcher: Dispatcher | None = None if self.toolsets else self._make_dispatcher([])
+        self._dispatcher: Dispatcher | None = (
+            None if self.toolsets else self._make_dispatcher([], self.effects)
+        )
 
     async def run(
         self,
@@ -132,9 +145,10 @@ class Agent:
         store.claim(run_id)
         try:
             point = await asyncio.to_thread(resume_point, store, run_id)
+            tracing = self._tracing()
             run = Run(
                 self,
-                await self._dispatcher_for_run(),
+                await self._dispatcher_for_run(tracing),
                 None,
                 point.messages,
                 _fan_out(self._recorder(store, run_id), on_event),
@@ -144,12 +158,13 @@ class Agent:
                 turns_used=point.turns_used,
                 usage=point.usage,
                 recovered=point.recovered,
+                tracing=tracing,
             )
             store.mark(run_id, "running")
         except BaseException:
             store.release(run_id)
             raise
-        return await _logged(run, store)
+        return await _traced(run, store)
 
     async def _start(
         self,
@@ -157,7 +172,8 @@ class Agent:
         history: Sequence[Message],
         stream_to: Callable[[Event], None] | None = None,
     ) -> RunResult:
-        dispatcher = await self._dispatcher_for_run()
+        tracing = self._tracing()
+        dispatcher = await self._dispatcher_for_run(tracing)
         store = self.store
         notify, run_id, commit = stream_to, None, None
         if store is not None:
@@ -171,9 +187,9 @@ class Agent:
             commit = self._committer(store, run_id)
         run = Run(
             self, dispatcher, prompt, history, notify, streaming=stream_to is not None,
-            run_id=run_id, commit=commit,
+            run_id=run_id, commit=commit, tracing=tracing,
         )  # fmt: skip
-        return await _logged(run, store)
+        return await _traced(run, store)
 
     def _recorder(
         self, store: RunStore, run_id: str, next_seq: int | None = None
@@ -249,6 +265,7 @@ class Agent:
                 "max_turns": limits.max_turns,
                 "max_context_tokens": limits.max_context_tokens,
                 "max_repeats": limits.max_repeats,
+                "max_cost_usd": limits.max_cost_usd,
             },
             "max_tool_output": self.max_tool_output,
             "tool_timeout": self.tool_timeout,
@@ -276,13 +293,18 @@ class Agent:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _dispatcher_for_run(self) -> Dispatcher:
-        if self._dispatcher is not None:
+    def _tracing(self) -> Tracing | None:
+        """The spans of a run that starts now; None (the usual case) when it is not traced."""
+        return run_tracing(self.tracer_provider, self.trace_content, self.model)
+
+    async def _dispatcher_for_run(self, tracing: Tracing | None = None) -> Dispatcher:
+        if self._dispatcher is not None and tracing is None:
             return self._dispatcher
         started = await asyncio.gather(*(toolset.tools() for toolset in self.toolsets))
-        return self._make_dispatcher([tool for tools in started for tool in tools])
+        effects = self.effects if tracing is None else tracing.around(self.effects)
+        return self._make_dispatcher([tool for tools in started for tool in tools], effects)
 
-    def _make_dispatcher(self, extra: Sequence[Tool]) -> Dispatcher:
+    def _make_dispatcher(self, extra: Sequence[Tool], effects: Effects | None) -> Dispatcher:
         tools = (*self.tools, *extra)
         _check_unique(tools)
         return Dispatcher(
@@ -291,12 +313,19 @@ class Agent:
             max_output=self.max_tool_output,
             backoff=self.backoff,
             executor=self._tool_threads.get,
-            effects=self.effects,
+            effects=effects,
         )
 
     def __repr__(self) -> str:
         names = ", ".join(t.name for t in self.tools)
         return f"Agent({self.model.name!r}, tools=[{names}])"
+
+
+async def _traced(run: Run, store: RunStore | None) -> RunResult:
+    """Runs `run` in its logs: the run log, and its spans when it is traced."""
+    if run.tracing is None:
+        return await _logged(run, store)
+    return await run.tracing.run(run.run_id, functools.partial(_logged, run, store))
 
 
 async def _logged(run: Run, store: RunStore | None) -> RunResult:

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
+from steadyloop.cost import has_price, priced
 from steadyloop.effects import ModelCall
 from steadyloop.errors import (
+    ConfigError,
     ContextLimitExceeded,
     ContextWindowExceeded,
+    CostLimitExceeded,
     FatalToolError,
     LimitExceeded,
     ModelError,
@@ -40,6 +43,7 @@ from steadyloop.transcript import Transcript
 if TYPE_CHECKING:
     from steadyloop.agent import Agent
     from steadyloop.dispatch import Dispatcher
+    from steadyloop.tracing_spans import Tracing
 
 __all__ = ["Run"]
 
@@ -72,15 +76,18 @@ class Run:
         turns_used: int = 0,
         usage: Usage | None = None,
         recovered: Mapping[str, ToolResult] | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         """`prompt` None resumes: the history is this run's own log, `turns_used` its model
         calls and `usage` so far, and `recovered` the results of calls that finished before it
         stopped. `commit` makes what was recorded so far durable (the run log's write-ahead
-        points)."""
+        points). `tracing`: the run's spans, when it is traced (the dispatcher has them too)."""
         self.agent = agent
         self.dispatcher = dispatcher
         self.prompt = prompt
-        self.notify = notify
+        self.tracing = tracing
+        self.effects = agent.effects if tracing is None else tracing.around(agent.effects)
+        self.notify = notify if tracing is None else tracing.observing(notify)
         self.streaming = streaming
         self.run_id = run_id
         self.commit = commit
@@ -97,6 +104,7 @@ class Run:
     async def execute(self) -> RunResult:
         """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
         prompt = self.prompt
+        await self._check_cost_limit_applies()
         self._emit(
             RunStarted(self.run_id, self.agent.model.name, prompt or "", self.history_length)
         )
@@ -135,16 +143,36 @@ class Run:
         limits = self.agent.limits
         if self.turns >= limits.max_turns:
             self._stop(TurnLimitExceeded, f"turn limit reached: {limits.max_turns} model calls")
+        self._check_cost()
         tokens = self.transcript.context_tokens(self.fixed_tokens)
         compaction = self.agent.compaction
         if compaction is not None and tokens > compaction.trigger * limits.max_context_tokens:
             await self._compact()
+            self._check_cost()  # the summary was a paid call too
             tokens = self.transcript.context_tokens(self.fixed_tokens)
         if tokens > limits.max_context_tokens:
             self._stop(
                 ContextLimitExceeded,
                 f"context limit reached: the next request needs about {tokens} tokens, "
                 f"over max_context_tokens={limits.max_context_tokens}",
+            )
+
+    def _check_cost(self) -> None:
+        limit = self.agent.limits.max_cost_usd
+        cost = self.usage.cost_usd
+        if limit is not None and cost is not None and cost >= limit:
+            self._stop(
+                CostLimitExceeded,
+                f"cost limit reached: the run has cost ${cost:.4f}, max_cost_usd={limit:g}",
+            )
+
+    async def _check_cost_limit_applies(self) -> None:
+        """A cost limit is kept only with a known price: without one the run does not start."""
+        if self.agent.limits.max_cost_usd is not None and not await has_price(self.agent.model):
+            raise ConfigError(
+                f"Limits(max_cost_usd=...) needs the price of {self.agent.model.name}, and the "
+                "price tables (genai-prices) have none: name the model PROVIDER:MODEL as the "
+                "tables do (openai:gpt-4.1-mini), or drop the cost limit"
             )
 
     async def _call_model(self) -> AssistantMessage:
@@ -158,6 +186,8 @@ class Run:
                 if self.agent.compaction is None or compacted or not await self._compact():
                     self._stop(ContextLimitExceeded, f"the provider says: {exc}", cause=exc)
                 compacted = True
+                self._check_cost()
+        reply = await priced(reply, self.agent.model)
         self.usage += Usage(requests=1) + _tokens(reply)
         return self.transcript.with_unique_call_ids(reply)
 
@@ -183,7 +213,7 @@ class Run:
                 announce,
             )
 
-        effects = self.agent.effects
+        effects = self.effects
         if effects is None:
             return await call_with_retries()
         model_call = ModelCall(self.run_id, self.turns, self.agent.model.name, request)
@@ -243,6 +273,7 @@ class Run:
             self.agent.limits.max_context_tokens * 2,
         )
         if reply is not None:
+            reply = await priced(reply, self.agent.model)
             self.usage += Usage(requests=1) + _tokens(reply)
         summary = self.transcript.summary_for(cut, text)
         self._append(summary)
@@ -325,6 +356,7 @@ def _tokens(reply: AssistantMessage) -> Usage:
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=usage.cost_usd,
     )
 
 

@@ -39,6 +39,7 @@ def resume_point(store: RunStore, run_id: str) -> ResumePoint:
     for reply in replies:
         if reply.usage is not None:
             usage += Usage(input_tokens=reply.usage.input_tokens,
-                           output_tokens=reply.usage.output_tokens)  # fmt: skip
+                           output_tokens=reply.usage.output_tokens,
+                           cost_usd=reply.usage.cost_usd)  # fmt: skip
     recovered = {call_id: record.result for call_id, record in store.tool_records(info.id).items()}
     return ResumePoint(info.id, messages, len(replies), usage, recovered)

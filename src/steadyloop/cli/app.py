@@ -17,6 +17,7 @@ import click
 
 from steadyloop.agent import Agent
 from steadyloop.cli.live import make_view
+from steadyloop.cli.otlp import otlp_export
 from steadyloop.cli.setup import (
     agent_from_config,
     build_agent,
@@ -266,7 +267,8 @@ def _run_to_exit(
             await agent.aclose()
 
     try:
-        result = asyncio.run(go())
+        with otlp_export():
+            result = asyncio.run(go())
     except LimitExceeded as exc:
         _print_answer(exc.result, as_json=as_json, stopped=str(exc))
         sys.exit(EXIT_LIMIT)
@@ -310,6 +312,7 @@ def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = Non
                     "output": result.output,
                     "stop_reason": result.stop_reason,
                     "usage": result.usage.to_dict(),
+                    "cost_usd": result.usage.cost_usd,
                     "run_id": result.run_id,
                     "stopped": stopped,
                 },

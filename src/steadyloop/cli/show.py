@@ -17,14 +17,23 @@ from steadyloop.messages import (
 )
 from steadyloop.store import RunInfo, RunStore, ToolRecord
 
-__all__ = ["render_runs", "render_transcript", "transcript_json"]
+__all__ = ["format_cost", "render_runs", "render_transcript", "transcript_json"]
+
+
+def format_cost(cost: float | None) -> str:
+    """Dollars to four decimals, to six below a cent; "-" when the price is unknown."""
+    if cost is None:
+        return "-"
+    return f"${cost:.6f}" if cost < 0.01 else f"${cost:.4f}"
 
 
 def render_runs(runs: Sequence[RunInfo]) -> str:
-    """One line per run: id, when, model, turns, tokens, how it ended."""
+    """One line per run: id, when, model, turns, tokens, cost, how it ended."""
     if not runs:
         return "no runs logged yet"
-    header = f"{'RUN':<12}  {'WHEN':<19}  {'MODEL':<28}  {'TURNS':>5}  {'TOKENS':>9}  ENDED"
+    header = (
+        f"{'RUN':<12}  {'WHEN':<19}  {'MODEL':<28}  {'TURNS':>5}  {'TOKENS':>9}  {'COST':>9}  ENDED"
+    )
     lines = [header]
     for run in runs:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
@@ -32,7 +41,7 @@ def render_runs(runs: Sequence[RunInfo]) -> str:
         ended = run.stop_reason if run.status in ("answered", "limit") else run.status
         lines.append(
             f"{run.id[:12]:<12}  {when:<19}  {run.model[:28]:<28}  {run.usage.requests:>5}  "
-            f"{tokens:>9,}  {ended}"
+            f"{tokens:>9,}  {format_cost(run.usage.cost_usd):>9}  {ended}"
         )
     return "\n".join(lines)
 
@@ -48,6 +57,8 @@ def _transcript_lines(store: RunStore, info: RunInfo, *, full: bool) -> Iterator
     yield f"run {info.id} · {info.model} · {info.status}" + (
         f" ({info.stop_reason})" if info.stop_reason else ""
     )
+    if info.usage.cost_usd is not None:
+        yield f"cost {format_cost(info.usage.cost_usd)}"
     if info.error:
         yield f"error: {info.error}"
     for event in store.events(info.id):

@@ -297,6 +297,7 @@ def parse_chat_completion(
         tool_calls=calls,
         usage=chat_usage(data.get("usage")),
         stop_reason=_stop_reason(choice.get("finish_reason"), bool(calls)),
+        response_id=_response_id(data),
     )
 
 
@@ -451,7 +452,14 @@ class ChatStreamParser:
             tool_calls=calls,
             usage=self.usage,
             stop_reason=_stop_reason(self.finish_reason, bool(calls)),
+            response_id=_response_id(self.last_chunk),
         )
+
+
+def _response_id(data: Mapping[str, Any]) -> str | None:
+    """The completion's id (every chunk of a stream repeats it), when the server sent one."""
+    value = data.get("id")
+    return str(value) if value else None
 
 
 def _is_json(text: str) -> bool:

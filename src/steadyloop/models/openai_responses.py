@@ -218,6 +218,7 @@ def _reply(output: Any, data: Mapping[str, Any], names: ToolNames) -> AssistantM
         usage=_usage(data.get("usage")),
         stop_reason=_stop_reason(data, bool(calls)),
         reasoning=tuple(reasoning),
+        response_id=str(data["id"]) if data.get("id") else None,
     )
 
 
