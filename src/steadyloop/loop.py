@@ -187,7 +187,6 @@ class Run:
                     self._stop(ContextLimitExceeded, f"the provider says: {exc}", cause=exc)
                 compacted = True
                 self._check_cost()
-        reply = await priced(reply, self.agent.model)
         self.usage += Usage(requests=1) + _tokens(reply)
         return self.transcript.with_unique_call_ids(reply)
 
@@ -205,13 +204,14 @@ class Run:
         def announce(attempt: int, error: ModelError, wait: float) -> None:
             self._emit(ModelRetry(self.turns, attempt, str(error), wait))
 
-        def call_with_retries() -> Awaitable[AssistantMessage]:
-            return retry_model_call(
+        async def call_with_retries() -> AssistantMessage:
+            reply = await retry_model_call(
                 lambda: self._request(request),
                 self.agent.model_retries,
                 self.agent.backoff,
                 announce,
             )
+            return await priced(reply, self.agent.model)  # what the effects see is priced
 
         effects = self.effects
         if effects is None:
