@@ -87,7 +87,7 @@ class Run:
         self.prompt = prompt
         self.tracing = tracing
         self.effects = agent.effects if tracing is None else tracing.around(agent.effects)
-        self.notify = notify if tracing is None else tracing.observing(notify)
+        self.notify = notify
         self.streaming = streaming
         self.run_id = run_id
         self.commit = commit
@@ -333,6 +333,8 @@ class Run:
     def _emit(self, event: Event) -> None:
         if self.notify is not None:
             self.notify(event)
+        if self.tracing is not None:  # retries, compactions and stops are span events
+            self.tracing.observe(event)
 
     def _finish(self) -> RunResult:
         result = self.result()

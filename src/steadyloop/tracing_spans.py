@@ -61,6 +61,7 @@ class Tracing(Effects):
         self._content = content
         provider_name, self._model = provider_and_model(model)
         self._provider = provider_name or self._model
+        self._chat_name = f"chat {self._model}"
         self._run_span: Span | None = None
 
     def around(self, effects: Effects | None) -> Effects:
@@ -68,17 +69,6 @@ class Tracing(Effects):
         if effects is None:
             return self
         return nest([self, effects]) or self  # two effects always nest into one
-
-    def observing(self, notify: Callable[[Event], None] | None) -> Callable[[Event], None]:
-        """`notify` that also records the run's retries, compactions and stops as span events."""
-        if notify is None:
-            return self._observe
-
-        def both(event: Event) -> None:
-            self._observe(event)
-            notify(event)
-
-        return both
 
     async def run(
         self, run_id: str | None, execute: Callable[[], Awaitable[RunResult]]
@@ -126,9 +116,7 @@ class Tracing(Effects):
                     [{"type": "text", "content": request.instructions}]
                 )
             attributes["gen_ai.input.messages"] = _json(_input_messages(request.messages))
-        span = self._tracer.start_span(
-            f"chat {self._model}", kind=SpanKind.CLIENT, attributes=attributes
-        )
+        span = self._tracer.start_span(self._chat_name, kind=SpanKind.CLIENT, attributes=attributes)
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
             reply = await proceed()
@@ -137,14 +125,14 @@ class Tracing(Effects):
             raise
         finally:
             otel_context.detach(token)
+        ended = _usage(reply.usage) if reply.usage is not None else {}
         if reply.response_id is not None:
-            span.set_attribute("gen_ai.response.id", reply.response_id)
+            ended["gen_ai.response.id"] = reply.response_id
         if reply.stop_reason is not None:
-            span.set_attribute("gen_ai.response.finish_reasons", (reply.stop_reason,))
-        if reply.usage is not None:
-            _record_usage(span, reply.usage)
+            ended["gen_ai.response.finish_reasons"] = (reply.stop_reason,)
         if self._content:
-            span.set_attribute("gen_ai.output.messages", _json([_output_message(reply)]))
+            ended["gen_ai.output.messages"] = _json([_output_message(reply)])
+        span.set_attributes(ended)
         span.end()
         return reply
 
@@ -175,18 +163,22 @@ class Tracing(Effects):
             raise
         finally:
             otel_context.detach(token)
-        span.set_attribute("steadyloop.tool.attempts", finished.attempts)
-        span.set_attribute("steadyloop.tool.truncated", finished.truncated)
+        ended: dict[str, Any] = {
+            "steadyloop.tool.attempts": finished.attempts,
+            "steadyloop.tool.truncated": finished.truncated,
+        }
         if finished.is_error:
-            span.set_attribute(ERROR_TYPE, _tool_error_type(call, finished))
+            ended[ERROR_TYPE] = _tool_error_type(call, finished)
             text = finished.result.content if self._content else None
             span.set_status(Status(StatusCode.ERROR, text))
         elif self._content:
-            span.set_attribute("gen_ai.tool.call.result", finished.result.content)
+            ended["gen_ai.tool.call.result"] = finished.result.content
+        span.set_attributes(ended)
         span.end()
         return finished
 
-    def _observe(self, event: Event) -> None:
+    def observe(self, event: Event) -> None:
+        """Records the run's retries, compactions and limit stops as span events."""
         if isinstance(event, ModelRetry):
             # made inside the call's own span, which is current while it runs
             attributes: dict[str, Any] = {
@@ -224,21 +216,26 @@ class Tracing(Effects):
 
 
 def _record_result(span: Span, result: RunResult) -> None:
-    _record_usage(span, result.usage)
-    span.set_attribute("steadyloop.stop_reason", result.stop_reason)
-    span.set_attribute("steadyloop.requests", result.usage.requests)
-    span.set_attribute("steadyloop.tool_calls", result.usage.tool_calls)
+    ended = _usage(result.usage)
+    ended["steadyloop.stop_reason"] = result.stop_reason
+    ended["steadyloop.requests"] = result.usage.requests
+    ended["steadyloop.tool_calls"] = result.usage.tool_calls
+    span.set_attributes(ended)
 
 
-def _record_usage(span: Span, usage: Usage) -> None:
-    span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-    span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+def _usage(usage: Usage) -> dict[str, Any]:
+    """The conventions' usage attributes (and the cost, when it is known)."""
+    attributes: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+    }
     if usage.cache_read_tokens:
-        span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cache_read_tokens)
+        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
     if usage.cache_write_tokens:
-        span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens)
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
     if usage.cost_usd is not None:
-        span.set_attribute("steadyloop.cost_usd", usage.cost_usd)
+        attributes["steadyloop.cost_usd"] = usage.cost_usd
+    return attributes
 
 
 def _tool_error_type(call: ToolInvocation, finished: ToolCallFinished) -> str:
