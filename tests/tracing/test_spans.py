@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from local_servers import REPLY_USAGE, chat_completions
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -30,6 +31,7 @@ from steadyloop import (
     tool,
 )
 from steadyloop.messages import Message
+from steadyloop.models.openai_chat import OpenAIChatModel
 from steadyloop.retry import Backoff
 from steadyloop.testing import FunctionModel, ScriptedModel
 from steadyloop.tools import ToolSpec
@@ -420,3 +422,25 @@ async def test_the_tool_span_is_current_for_the_application_s_own_tracer(
     model = ScriptedModel([calls(("which_span", "{}")), "done"])
     await Agent(model, tools=[which_span], tracer_provider=provider).run("go")
     assert seen == ["execute_tool which_span"]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_real_adapter_s_chat_span_names_the_bare_model_and_the_response_id(
+    provider: TracerProvider, exporter: InMemorySpanExporter, streamed: bool
+) -> None:
+    with chat_completions() as base_url:
+        model = OpenAIChatModel("gpt-4.1-mini", base_url=base_url, api_key="sk-local")
+        agent = Agent(model, tracer_provider=provider)
+        if streamed:
+            async for _ in agent.stream("hi"):
+                pass
+        else:
+            await agent.run("hi")
+        await agent.aclose()
+
+    chat = only(exporter.get_finished_spans(), "chat gpt-4.1-mini")
+    assert attributes(chat)["gen_ai.request.model"] == "gpt-4.1-mini"
+    assert attributes(chat)["gen_ai.provider.name"] == "openai"
+    assert attributes(chat)["gen_ai.response.id"] == "chatcmpl-local"
+    assert attributes(chat)["gen_ai.usage.input_tokens"] == REPLY_USAGE["prompt_tokens"]
+    assert attributes(chat)["steadyloop.cost_usd"] > 0
