@@ -58,9 +58,10 @@ class Agent:
         effects: around-hooks for each model call and each tool call (see
             `steadyloop.effects`); several nest, the first outermost.
         metadata: extra JSON-able facts logged with each run (the CLI records its tool files).
-        tracer_provider: trace this agent's runs with OpenTelemetry, to this provider (see
-            `steadyloop.instrument()` for every agent).
-        trace_content: also record prompts, replies, tool arguments and results on the spans.
+        tracer_provider: trace this agent's runs with OpenTelemetry, to this provider
+            (`steadyloop.instrument()` traces every agent's).
+        trace_content: also record prompts, instructions, replies, tool arguments and results
+            and error texts on this agent's spans (off: names, ids, counts and kinds only).
     """
 
     def __init__(

@@ -3,7 +3,7 @@
 
 `instrument()` is the application's explicit, process-wide opt-in, like configuring logging: it
 covers the agents made before it too, and each run asks, when it starts, whether it is traced.
-Untraced runs pay one attribute read for that and import nothing from OpenTelemetry; the spans
+Untraced runs pay one function call for that and import nothing from OpenTelemetry; the spans
 themselves are made in `steadyloop.tracing_spans`. Nothing is exported unless the application
 configured an OpenTelemetry SDK: the API alone (`pip install 'steadyloop[otel]'`) records nothing.
 """
