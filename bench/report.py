@@ -50,6 +50,14 @@ ROWS = (
     Row("S7 per turn, tracing on", "S7", "per_turn_us_traced", "us", ratios=False),
     Row("S7 tracing on / off", "S7", "tracing_ratio", "x", ratios=False),
     Row(
+        "S7 per turn, tracing to the API's no-op provider",
+        "S7",
+        "per_turn_us_noop_provider",
+        "us",
+        ratios=False,
+    ),
+    Row("S7 no-op provider / off", "S7", "noop_provider_ratio", "x", ratios=False),
+    Row(
         "S7 concurrent runs, CPU per run, tracing off",
         "S7",
         "concurrent_cpu_ms_untraced",

@@ -151,12 +151,15 @@ def s7(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
 
     "On" is `Agent(tracer_provider=...)` with the SDK's provider, a `SimpleSpanProcessor` and an
     in-memory exporter, so every span is made, ended and exported in the run's own time; the
-    exporter is emptied between blocks, outside the timing. Off and on alternate block by block.
+    exporter is emptied between blocks, outside the timing. A third configuration traces to the
+    API's no-op provider: steadyloop's own share of the cost, without the SDK's. The three
+    alternate block by block.
     """
     try:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from opentelemetry.trace import NoOpTracerProvider
     except ModuleNotFoundError:
         return {"na": "n/a (opentelemetry-sdk is not installed)"}
     exporter = InMemorySpanExporter()
@@ -168,6 +171,7 @@ def s7(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
     except TypeError as exc:
         return {"na": f"n/a (Agent does not take tracer_provider=: {exc})"}
     plain = SteadyloopRunner(plan)
+    api_only = SteadyloopRunner(plan, tracer_provider=NoOpTracerProvider())
     block = 2 if settings.quick else 10
     spans_per_run = 1 + plan.turns + (plan.turns - 1) * plan.calls
 
@@ -184,25 +188,29 @@ def s7(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
         exporter.clear()
         return elapsed
 
-    async def per_turn() -> tuple[list[float], list[float]]:
+    async def per_turn() -> tuple[list[float], list[float], list[float]]:
         off: list[float] = []
         on: list[float] = []
+        noop: list[float] = []
         started = time.perf_counter()
         for number in range(settings.reps + 1):
-            times = (await timed(plain), await timed(traced))
+            times = (await timed(plain), await timed(traced), await timed(api_only))
             if number > 0:  # the first round warms up
                 off.append(times[0])
                 on.append(times[1])
-            if number >= 3 and time.perf_counter() - started > settings.budget * 2:
+                noop.append(times[2])
+            if number >= 3 and time.perf_counter() - started > settings.budget * 3:
                 break
-        return off, on
+        return off, on, noop
 
-    off, on = asyncio.run(per_turn())
+    off, on, noop = asyncio.run(per_turn())
     cpu_off, cpu_on = asyncio.run(_concurrent_cpu(provider, exporter, settings))
     return {
         "per_turn_us_untraced": common.spread(off),
         "per_turn_us_traced": common.spread(on),
         "tracing_ratio": common.spread([b / a for a, b in zip(off, on, strict=True)]),
+        "per_turn_us_noop_provider": common.spread(noop),
+        "noop_provider_ratio": common.spread([b / a for a, b in zip(off, noop, strict=True)]),
         "concurrent_cpu_ms_untraced": common.spread(cpu_off),
         "concurrent_cpu_ms_traced": common.spread(cpu_on),
         "concurrent_tracing_ratio": common.spread(
