@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from steadyloop import Agent, AssistantMessage, Limits, ToolCall, ToolResult, UserMessage, tool
+from steadyloop.cli.ids import find_run
 from steadyloop.errors import ConfigError, TurnLimitExceeded
 from steadyloop.retry import Backoff
-from steadyloop.cli.ids import find_run
 from steadyloop.store import SCHEMA_VERSION, RunStore
 from steadyloop.testing import ScriptedModel
 
@@ -127,7 +127,7 @@ def test_jsonl_round_trip_is_loss_free(tmp_path: Path) -> None:
     assert second.from_jsonl(lines) == run_id
     assert list(second.to_jsonl(run_id)) == lines
     changed = [lines[0], *(line.replace("HEY", "HOY") for line in lines[1:])]
-    with pytest.raises(ConfigError, match="already in .* with other contents"):
+    with pytest.raises(ConfigError, match=r"already in .* with other contents"):
         second.from_jsonl(changed)
     assert list(second.to_jsonl(run_id)) == lines
 
