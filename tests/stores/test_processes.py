@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import new_database
+from store_helpers import new_database
 
 from steadyloop import Agent, AssistantMessage, ToolCall, ToolResult, tool
 from steadyloop.store import open_store

@@ -39,6 +39,8 @@ __all__ = ["Backend", "LogWriter"]
 logger = logging.getLogger("steadyloop.store")
 
 GATHER_SECONDS = 0.002
+# How long a commit on the caller's thread waits for the background thread's commit to end.
+HANDOVER_SECONDS = 0.002
 
 
 class Backend(Protocol):
@@ -107,11 +109,14 @@ class LogWriter:
         self._failed: dict[str, BaseException] = {}
 
     def submit(self, row: Row) -> None:
-        """Queues a row to write."""
+        """Queues a row to write; wakes the thread when the queue was empty (once it is
+        awake it takes everything queued by then)."""
         if self._thread is None:
             self._start()
+        was_empty = not self._items
         self._items.append(row)
-        self._wake.set()
+        if was_empty:
+            self._wake.set()
 
     def failure(self, run_id: str) -> BaseException | None:
         """Why a write of run `run_id` failed, or None when all of them landed so far."""
@@ -150,9 +155,11 @@ class LogWriter:
         self._wake.set()
 
     def _commit_here(self) -> bool:
-        """Commits what is queued on this thread if that needs no waiting; False otherwise."""
-        if not self._lock.acquire(blocking=False):
-            return False  # the thread is committing: its batch may hold our rows
+        """Commits what is queued on this thread if that needs no real waiting; False
+        otherwise. The thread's own commit (which may hold our rows) usually ends within a
+        fraction of a millisecond: that much is worth waiting for, a lock held longer is not."""
+        if not self._lock.acquire(timeout=HANDOVER_SECONDS):
+            return False
         try:
             items = self._take()
             rows = [item for item in items if not isinstance(item, _Done | None)]
