@@ -20,7 +20,36 @@ from steadyloop.store import records
 from steadyloop.store.records import LoggedEvent, RunInfo, RunRow, StatusRow, ToolRecord
 from steadyloop.store.writer import LogWriter
 
-__all__ = ["SqlLog"]
+__all__ = ["SqlLog", "tables"]
+
+
+def tables(*, real: str) -> list[str]:
+    """The statements that make schema version 1: runs, and their events in order. `real` is
+    the database's name for a double-precision float."""
+    return [
+        f"""CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            created {real} NOT NULL,
+            updated {real} NOT NULL,
+            model TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            history INTEGER NOT NULL,
+            config TEXT NOT NULL,
+            status TEXT NOT NULL,
+            stop_reason TEXT,
+            error TEXT,
+            usage TEXT NOT NULL
+        )""",
+        f"""CREATE TABLE events (
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,
+            at {real} NOT NULL,
+            kind TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        )""",
+        "CREATE INDEX runs_by_created ON runs(created)",
+    ]
 
 
 class SqlLog:

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from steadyloop.errors import ConfigError, RunLogError
-from steadyloop.store.base import SqlLog
+from steadyloop.store.base import SqlLog, tables
 from steadyloop.store.records import EventRow, FinishRow, Row, RunRow, StatusRow
 from steadyloop.store.writer import LogWriter
 
@@ -37,33 +37,6 @@ __all__ = ["PostgresStore"]
 SCHEMA_VERSION = 1
 # Advisory-lock key that serialises schema migrations of one database.
 _MIGRATION_LOCK = 0x5354_4541_4459  # "STEADY"
-
-_SCHEMA_1 = """
-    CREATE TABLE steadyloop_schema (version INTEGER NOT NULL);
-    INSERT INTO steadyloop_schema VALUES (1);
-    CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
-        created DOUBLE PRECISION NOT NULL,
-        updated DOUBLE PRECISION NOT NULL,
-        model TEXT NOT NULL,
-        prompt TEXT NOT NULL,
-        history INTEGER NOT NULL,
-        config TEXT NOT NULL,
-        status TEXT NOT NULL,
-        stop_reason TEXT,
-        error TEXT,
-        usage TEXT NOT NULL
-    );
-    CREATE TABLE events (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        seq INTEGER NOT NULL,
-        at DOUBLE PRECISION NOT NULL,
-        kind TEXT NOT NULL,
-        data TEXT NOT NULL,
-        PRIMARY KEY (run_id, seq)
-    );
-    CREATE INDEX runs_by_created ON runs(created)
-"""
 
 INSERT_RUN = "INSERT INTO runs VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 FINISH_RUN = "UPDATE runs SET status = %s, stop_reason = %s, usage = %s, updated = %s WHERE id = %s"
@@ -121,7 +94,9 @@ class PostgresStore(SqlLog):
                     f"this steadyloop understands ({SCHEMA_VERSION}); upgrade steadyloop"
                 )
             if version == 0:
-                for statement in _SCHEMA_1.split(";"):
+                conn.execute("CREATE TABLE steadyloop_schema (version INTEGER NOT NULL)")
+                conn.execute("INSERT INTO steadyloop_schema VALUES (1)")
+                for statement in tables(real="DOUBLE PRECISION"):
                     conn.execute(statement)
 
     def close(self) -> None:

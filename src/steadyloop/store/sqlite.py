@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from steadyloop.errors import ConfigError, RunLogError
-from steadyloop.store.base import SqlLog
+from steadyloop.store.base import SqlLog, tables
 from steadyloop.store.locks import RunLocks
 from steadyloop.store.records import EventRow, FinishRow, Row, RunRow, StatusRow
 from steadyloop.store.writer import LogWriter
@@ -35,31 +35,7 @@ CHECKPOINT_ROWS = 1000
 
 def _migrate_1(db: sqlite3.Connection) -> None:
     """The first schema: runs, and their events in order."""
-    statements = """
-        CREATE TABLE runs (
-            id TEXT PRIMARY KEY,
-            created REAL NOT NULL,
-            updated REAL NOT NULL,
-            model TEXT NOT NULL,
-            prompt TEXT NOT NULL,
-            history INTEGER NOT NULL,
-            config TEXT NOT NULL,
-            status TEXT NOT NULL,
-            stop_reason TEXT,
-            error TEXT,
-            usage TEXT NOT NULL
-        );
-        CREATE TABLE events (
-            run_id TEXT NOT NULL REFERENCES runs(id),
-            seq INTEGER NOT NULL,
-            at REAL NOT NULL,
-            kind TEXT NOT NULL,
-            data TEXT NOT NULL,
-            PRIMARY KEY (run_id, seq)
-        );
-        CREATE INDEX runs_by_created ON runs(created)
-    """
-    for statement in statements.split(";"):
+    for statement in tables(real="REAL"):
         db.execute(statement)
 
 
