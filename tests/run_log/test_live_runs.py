@@ -1,5 +1,5 @@
 """A run that is still going in another process is never resumed under it; a run whose process
-process died resumes at once, whatever status it left behind."""
+died resumes at once, whatever status it left behind."""
 
 from __future__ import annotations
 
