@@ -10,7 +10,7 @@ import json
 import re
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, BinaryIO, NoReturn, TypeVar
 
 import click
@@ -97,12 +97,21 @@ def cli() -> None:
     show_default=True,
     help="characters of each tool result the model reads",
 )
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=lambda _ctx, _param, values: parse_settings(values),
+    help="a model setting sent with each request, VALUE as JSON or plain text "
+    "(e.g. --set temperature=0 --set tool_choice=required); repeatable",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--no-log", is_flag=True, help="do not write the run log")
 @store_option
 def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url: tuple[str, ...],
         model: str | None, instructions: str | None, max_turns: int, max_context_tokens: int,
-        max_tool_output: int, as_json: bool, no_log: bool,
+        max_tool_output: int, settings: dict[str, Any], as_json: bool, no_log: bool,
         store_url: str | None) -> None:  # fmt: skip
     """Run an agent on PROMPT ('-' reads it from stdin) and print its answer."""
     if prompt == "-":
@@ -120,6 +129,7 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
             limits=Limits(max_turns=max_turns, max_context_tokens=max_context_tokens),
             max_tool_output=max_tool_output,
             store=None if no_log else open_store(store_url),
+            settings=settings,
         )
     )
     _run_to_exit(agent, lambda notify: agent.run(prompt, on_event=notify), as_json)
@@ -237,6 +247,21 @@ def lint(file: str) -> None:
     click.echo(report.render())
     if report.has_errors:
         sys.exit(EXIT_ERROR)
+
+
+def parse_settings(values: Sequence[str]) -> dict[str, Any]:
+    """`--set KEY=VALUE` options as a mapping: VALUE read as JSON where it is JSON
+    (`0`, `true`, `{"type": "auto"}`), as text otherwise (`required`)."""
+    settings: dict[str, Any] = {}
+    for item in values:
+        key, equals, raw = item.partition("=")
+        if not equals or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
+        try:
+            settings[key.strip()] = json.loads(raw)
+        except ValueError:
+            settings[key.strip()] = raw
+    return settings
 
 
 def _guard(action: Callable[[], T]) -> T:

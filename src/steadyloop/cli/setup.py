@@ -68,12 +68,15 @@ def build_agent(
     limits: Limits | None = None,
     max_tool_output: int = 8_000,
     store: RunLog | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> Agent:
-    """The agent a command line describes; its tool files and servers are logged with each run
-    so that `resume` and `replay` can rebuild it."""
+    """The agent a command line describes; its tool files, servers and model settings are
+    logged with each run so that `resume` and `replay` can rebuild it."""
+    from steadyloop.models import resolve_model
+
     tools: list[Tool | Toolset] = [*load_tools(tool_files), *mcp_servers(mcp, mcp_url)]
     return Agent(
-        model,
+        resolve_model(model, settings=settings),
         tools=tools,
         instructions=instructions,
         limits=limits,
@@ -83,6 +86,7 @@ def build_agent(
             "tool_files": [str(Path(f).resolve()) for f in tool_files],
             "mcp": list(mcp),
             "mcp_url": list(mcp_url),
+            "settings": dict(settings or {}),
         },
     )
 
@@ -100,4 +104,5 @@ def agent_from_config(
         limits=Limits(**config.get("limits", {})),
         max_tool_output=config.get("max_tool_output", 8_000),
         store=store,
+        settings=config.get("settings"),
     )
