@@ -264,6 +264,35 @@ def parse_settings(values: Sequence[str]) -> dict[str, Any]:
     return settings
 
 
+@cli.command()
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="the port to listen on (0 picks a free one)",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="the address to listen on")
+@click.option(
+    "--store",
+    "log",
+    default=None,
+    metavar="PATH_OR_URL",
+    help="the run log: a SQLite path, sqlite:///PATH or postgresql://... "
+    "(default: $STEADYLOOP_HOME/runs.db)",
+)
+@click.option("--open", "open_browser", is_flag=True, help="open the page in a web browser")
+def ui(port: int, host: str, log: str | None, open_browser: bool) -> None:
+    """Browse the run log in a local, read-only web page (pip install 'steadyloop[ui]')."""
+    from steadyloop.ui.server import serve
+
+    _guard(
+        lambda: serve(
+            log or store_path(), host=host, port=port, open_browser=open_browser, say=click.echo
+        )
+    )
+
+
 def _guard(action: Callable[[], T]) -> T:
     """Runs `action`; a steadyloop error or a bad file becomes a one-line error."""
     try:

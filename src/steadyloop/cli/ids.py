@@ -7,7 +7,7 @@ import re
 from steadyloop.errors import ConfigError
 from steadyloop.store import RunInfo, RunLog
 
-__all__ = ["find_run", "short_id"]
+__all__ = ["GENERATED_ID", "find_run", "short_id"]
 
 GENERATED_ID = re.compile(r"[0-9a-f]{32}")
 
