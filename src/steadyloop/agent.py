@@ -8,7 +8,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from steadyloop.compaction import Compaction
 from steadyloop.dispatch import Dispatcher
@@ -27,10 +27,13 @@ from steadyloop.tracing import run_tracing
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-    from steadyloop.store import RunStore
+    from steadyloop.store import RunLog
     from steadyloop.tracing_spans import Tracing
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "IfExists"]
+
+T = TypeVar("T")
+IfExists = Literal["error", "resume", "return"]
 
 
 class Agent:
@@ -49,8 +52,9 @@ class Agent:
         model_retries: extra attempts of a model call that failed with a retryable error (after
             the SDK's own retries).
         estimate_tokens: the token estimate for messages appended since the provider's count.
-        store: the run log: a `RunStore` or the path of its SQLite file (None: no log). A
-            store the agent opened from a path is closed by `aclose()`.
+        store: the run log: an open `RunLog`, or where to open one: the path of a SQLite file
+            or a URL (`sqlite:///PATH`, `postgresql://...`); None: no log. A log the agent
+            opened itself is closed by `aclose()`.
         durability: "turn" (default) commits each model reply to the log before any of its
             calls starts and each tool result before the model reads it, so a kill re-runs at
             most the calls in flight; "batch" lets the log writer gather events for a few
@@ -77,7 +81,7 @@ class Agent:
         backoff: Backoff | None = None,
         model_retries: int = 2,
         estimate_tokens: TokenEstimator = estimate_tokens,
-        store: RunStore | str | Path | None = None,
+        store: RunLog | str | Path | None = None,
         durability: Literal["turn", "batch"] = "turn",
         effects: Effects | Sequence[Effects] | None = None,
         metadata: Mapping[str, Any] | None = None,
@@ -106,8 +110,9 @@ class Agent:
         self.effects = nest(effects)
         self.tracer_provider = tracer_provider
         self.trace_content = trace_content
-        self._store = store
-        self._owns_store = not _is_store(store)
+        # A log given as a path or URL is the agent's to open and close; an open one is not.
+        self._store_location = store if isinstance(store, str | Path) else None
+        self._store = None if isinstance(store, str | Path) else store
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
         self.tools: tuple[Tool, ...] = tuple(
             as_tool(t) for t in tools if not isinstance(t, Toolset)
@@ -124,12 +129,46 @@ class Agent:
         *,
         history: Sequence[Message] = (),
         on_event: Callable[[Event], None] | None = None,
+        run_id: str | None = None,
+        if_exists: IfExists = "error",
     ) -> RunResult:
         """Runs until the model answers; raises `LimitExceeded` (with `.result`) at a limit.
 
         `on_event` is called with each event as it happens (as `stream` yields them).
+        `run_id` names the run in the log (default: a new random id). When the log already has
+        it, `if_exists` says what to do: "error" (a `ConfigError`), "resume" (go on from the log;
+        a finished run's logged result is returned without calling the model) or "return"
+        (the finished run's logged result; a `ConfigError` for one that did not finish).
         """
-        return await self._start(prompt, history, on_event)
+        if run_id is not None:
+            existing = await self._existing_run(run_id, if_exists)
+            if existing is not None:
+                return await existing(on_event)
+        return await self._start(prompt, history, on_event, run_id)
+
+    async def _existing_run(
+        self, run_id: str, if_exists: IfExists
+    ) -> Callable[[Callable[[Event], None] | None], Awaitable[RunResult]] | None:
+        """How to answer a run whose id is already logged; None when it is not (or "error")."""
+        if if_exists not in ("error", "resume", "return"):
+            raise ConfigError(f'if_exists must be "error", "resume" or "return", got {if_exists!r}')
+        store = self._require_store("run(run_id=...)")
+        if if_exists == "error":
+            return None  # start_run refuses an id already in the log
+        from steadyloop.resume import logged_result
+
+        info = await asyncio.to_thread(store.find, run_id)
+        if info is None:
+            return None
+        if info.finished:
+            result = await asyncio.to_thread(logged_result, store, info)
+            return lambda _: _returned(result)
+        if if_exists == "return":
+            raise ConfigError(
+                f"run {run_id} has not finished (it is {info.status}): pass if_exists='resume' "
+                "to go on with it"
+            )
+        return lambda on_event: self.resume(run_id, on_event=on_event)
 
     async def resume(
         self, run_id: str, *, on_event: Callable[[Event], None] | None = None
@@ -143,7 +182,7 @@ class Agent:
 
         store = self._require_store("resume")
         run_id = await asyncio.to_thread(lambda: store.run(run_id).id)
-        store.claim(run_id)
+        await _store_io(store, store.claim, run_id)
         try:
             point = await asyncio.to_thread(resume_point, store, run_id)
             tracing = self._tracing()
@@ -172,17 +211,24 @@ class Agent:
         prompt: str,
         history: Sequence[Message],
         stream_to: Callable[[Event], None] | None = None,
+        run_id: str | None = None,
     ) -> RunResult:
         tracing = self._tracing()
         dispatcher = await self._dispatcher_for_run(tracing)
         store = self.store
-        notify, run_id, commit = stream_to, None, None
+        notify, commit = stream_to, None
         if store is not None:
-            run_id = store.start_run(
+            start = functools.partial(
+                store.start_run,
                 model=self.model.name,
                 prompt=prompt,
                 history=history,
                 config={**self.describe(), "tools": [t.name for t in dispatcher.tools]},
+                run_id=run_id,
+            )
+            # A run id of the caller's is looked up in the log first: off the event loop.
+            run_id = await (
+                asyncio.to_thread(start) if run_id or store.blocking_io else _now(start)
             )
             notify = _fan_out(self._recorder(store, run_id, len(history)), stream_to)
             commit = self._committer(store, run_id)
@@ -193,22 +239,31 @@ class Agent:
         return await _traced(run, store)
 
     def _recorder(
-        self, store: RunStore, run_id: str, next_seq: int | None = None
+        self, store: RunLog, run_id: str, next_seq: int | None = None
     ) -> Callable[[Event], None]:
         return store.recorder(run_id, next_seq)
 
-    def _committer(self, store: RunStore, run_id: str) -> Callable[[], Awaitable[None]] | None:
+    def _committer(self, store: RunLog, run_id: str) -> Callable[[], Awaitable[None]] | None:
         """The write-ahead points of a "turn" run: None (no forced commits) for "batch"."""
         if self.durability == "batch":
             return None
         return functools.partial(store.commit, run_id)
 
-    def run_sync(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:
+    def run_sync(
+        self,
+        prompt: str,
+        *,
+        history: Sequence[Message] = (),
+        run_id: str | None = None,
+        if_exists: IfExists = "error",
+    ) -> RunResult:
         """`run` for code without a running event loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt, history=history))
+            return asyncio.run(
+                self.run(prompt, history=history, run_id=run_id, if_exists=if_exists)
+            )
         raise RuntimeError("run_sync() was called inside a running event loop: await run()")
 
     async def stream(self, prompt: str, *, history: Sequence[Message] = ()) -> AsyncIterator[Event]:
@@ -230,27 +285,22 @@ class Agent:
                 await asyncio.gather(task, return_exceptions=True)
 
     @property
-    def store(self) -> RunStore | None:
+    def store(self) -> RunLog | None:
         """The run log, opened on first use; None when the agent keeps no log."""
-        if self._store is None:
-            return None
-        from steadyloop.store import RunStore
+        if self._store is None and self._store_location is not None:
+            from steadyloop.store import open_store
 
-        if not isinstance(self._store, RunStore):
-            self._store = RunStore(self._store)
+            self._store = open_store(self._store_location)
         return self._store
 
     def close_store(self) -> None:
-        """Closes the run log if this agent opened it from a path (a `RunStore` passed in
+        """Closes the run log if this agent opened it from a path or URL (a log passed in open
         belongs to the caller); it opens again on the next run."""
-        from steadyloop.store import RunStore
-
-        if self._owns_store and isinstance(self._store, RunStore):
-            path = self._store.path
+        if self._store_location is not None and self._store is not None:
             self._store.close()
-            self._store = path
+            self._store = None
 
-    def _require_store(self, action: str) -> RunStore:
+    def _require_store(self, action: str) -> RunLog:
         store = self.store
         if store is None:
             raise ConfigError(f"{action} needs a run log: create the Agent with store=PATH")
@@ -322,14 +372,14 @@ class Agent:
         return f"Agent({self.model.name!r}, tools=[{names}])"
 
 
-async def _traced(run: Run, store: RunStore | None) -> RunResult:
+async def _traced(run: Run, store: RunLog | None) -> RunResult:
     """Runs `run` in its logs: the run log, and its spans when it is traced."""
     if run.tracing is None:
         return await _logged(run, store)
     return await run.tracing.run(run.run_id, functools.partial(_logged, run, store))
 
 
-async def _logged(run: Run, store: RunStore | None) -> RunResult:
+async def _logged(run: Run, store: RunLog | None) -> RunResult:
     """Runs `run`, marking in the log how it ended when it did not end by answering, and
     releasing its claim however it ended."""
     if store is None or run.run_id is None:
@@ -337,6 +387,9 @@ async def _logged(run: Run, store: RunStore | None) -> RunResult:
     run_id = run.run_id
     try:
         result = await run.execute()
+        # Off the loop's thread, so other runs on this loop go on while this one's log commits;
+        # before the claim is released, so whoever takes the run over finds all of it.
+        await store.commit(run_id)
     except LimitExceeded:
         await asyncio.to_thread(store.flush)
         raise
@@ -348,8 +401,21 @@ async def _logged(run: Run, store: RunStore | None) -> RunResult:
         raise
     finally:
         store.release(run_id)
-    # Off the loop's thread, so other runs on this loop go on while this one's log commits.
-    await store.commit(run_id)
+    return result
+
+
+async def _store_io(store: RunLog, call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)` on a store: off the event loop when the store may wait on the network."""
+    if store.blocking_io:
+        return await asyncio.to_thread(call, *args)
+    return call(*args)
+
+
+async def _now(call: Callable[[], T]) -> T:
+    return call()
+
+
+async def _returned(result: RunResult) -> RunResult:
     return result
 
 
@@ -388,12 +454,6 @@ class _ToolThreads:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
-
-
-def _is_store(store: object) -> bool:
-    from steadyloop.store import RunStore
-
-    return store is None or isinstance(store, RunStore)
 
 
 def _check_unique(tools: Sequence[Tool]) -> None:

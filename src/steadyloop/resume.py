@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 from steadyloop.errors import ConfigError
 from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage
-from steadyloop.store import RunStore
+from steadyloop.result import RunResult
+from steadyloop.store import RunInfo, RunLog
 
-__all__ = ["ResumePoint", "resume_point"]
+__all__ = ["ResumePoint", "logged_result", "resume_point"]
 
 RESUMABLE = ("running", "interrupted", "error")
 
@@ -25,7 +26,7 @@ class ResumePoint:
     recovered: dict[str, ToolResult]
 
 
-def resume_point(store: RunStore, run_id: str) -> ResumePoint:
+def resume_point(store: RunLog, run_id: str) -> ResumePoint:
     """Reads run `run_id` (or a unique prefix) from the log; ConfigError if it cannot go on."""
     info = store.run(run_id)
     if info.status not in RESUMABLE:
@@ -43,3 +44,21 @@ def resume_point(store: RunStore, run_id: str) -> ResumePoint:
                            cost_usd=reply.usage.cost_usd)  # fmt: skip
     recovered = {call_id: record.result for call_id, record in store.tool_records(info.id).items()}
     return ResumePoint(info.id, messages, len(replies), usage, recovered)
+
+
+def logged_result(store: RunLog, info: RunInfo) -> RunResult:
+    """The result of a run that finished, as its log has it (nothing is called again)."""
+    finished = [e for e in store.events(info.id) if e.kind == "finished"]
+    messages = store.messages(info.id)
+    if finished:
+        output = str(finished[-1].data["output"])
+    else:
+        last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+        output = last.text if last is not None else ""
+    return RunResult(
+        output=output,
+        messages=messages,
+        stop_reason=info.stop_reason or "end_turn",
+        usage=info.usage,
+        run_id=info.id,
+    )

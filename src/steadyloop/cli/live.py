@@ -12,6 +12,7 @@ import sys
 import time
 from typing import IO, TYPE_CHECKING, Protocol
 
+from steadyloop.cli.ids import short_id
 from steadyloop.cli.show import format_cost
 from steadyloop.events import (
     Compacted,
@@ -88,7 +89,7 @@ class PlainView:
 
 def _plain_line(event: Event) -> str | None:
     if isinstance(event, RunStarted) and event.run_id:
-        return f"run {event.run_id[:12]} · model {event.model}"
+        return f"run {short_id(event.run_id)} · model {event.model}"
     if isinstance(event, ModelRequestStarted):
         return (
             f"turn {event.turn} · context {event.context_tokens:,}/"

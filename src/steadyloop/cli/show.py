@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from steadyloop.cli.ids import short_id
 from steadyloop.messages import (
     AssistantMessage,
     Summary,
@@ -15,7 +16,7 @@ from steadyloop.messages import (
     UserMessage,
     message_from_dict,
 )
-from steadyloop.store import RunInfo, RunStore, ToolRecord
+from steadyloop.store import RunInfo, RunLog, ToolRecord
 
 __all__ = ["format_cost", "render_runs", "render_transcript", "transcript_json"]
 
@@ -40,19 +41,19 @@ def render_runs(runs: Sequence[RunInfo]) -> str:
         tokens = run.usage.input_tokens + run.usage.output_tokens
         ended = run.stop_reason if run.status in ("answered", "limit") else run.status
         lines.append(
-            f"{run.id[:12]:<12}  {when:<19}  {run.model[:28]:<28}  {run.usage.requests:>5}  "
+            f"{short_id(run.id):<12}  {when:<19}  {run.model[:28]:<28}  {run.usage.requests:>5}  "
             f"{tokens:>9,}  {format_cost(run.usage.cost_usd):>9}  {ended}"
         )
     return "\n".join(lines)
 
 
-def render_transcript(store: RunStore, run_id: str, *, full: bool = False) -> str:
+def render_transcript(store: RunLog, run_id: str, *, full: bool = False) -> str:
     """The run as the model saw it, each entry in order; `full` adds untruncated tool output."""
     info = store.run(run_id)
     return "\n".join(_transcript_lines(store, info, full=full))
 
 
-def _transcript_lines(store: RunStore, info: RunInfo, *, full: bool) -> Iterator[str]:
+def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[str]:
     records = store.tool_records(info.id)
     yield f"run {info.id} · {info.model} · {info.status}" + (
         f" ({info.stop_reason})" if info.stop_reason else ""
@@ -112,7 +113,7 @@ def _result_lines(
         yield f"  full output:\n{record.output}"
 
 
-def transcript_json(store: RunStore, run_id: str) -> str:
+def transcript_json(store: RunLog, run_id: str) -> str:
     """The run row and its events as one JSON document."""
     info = store.run(run_id)
     return json.dumps(

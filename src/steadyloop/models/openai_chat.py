@@ -31,7 +31,7 @@ from steadyloop.messages import (
 from steadyloop.models.base import Model, ModelRequest, StreamPart
 from steadyloop.models.deadline import Deadline
 from steadyloop.models.openai_errors import KeyHint, error_from_body, openai_errors
-from steadyloop.models.wire import IdRules, ToolNames, prepare_history
+from steadyloop.models.wire import IdRules, ToolNames, prepare_history, request_settings
 from steadyloop.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class OpenAIModel(Model):
         return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
 
     async def _post(self, path: str, body: dict[str, Any]) -> Mapping[str, Any]:
-        with openai_errors(self.name, self.hint):
+        with openai_errors(self.name, self.hint, self.client.base_url):
             async with Deadline(self.timeout, self.name):
                 data = await self.client.post(path, body=body, cast_to=object)
         if not isinstance(data, Mapping):
@@ -147,7 +147,7 @@ class OpenAIModel(Model):
         from openai import AsyncStream
 
         deadline = Deadline(self.timeout, self.name)
-        with openai_errors(self.name, self.hint):
+        with openai_errors(self.name, self.hint, self.client.base_url):
             async with deadline:
                 stream = await self.client.post(
                     path, body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
@@ -186,13 +186,13 @@ class OpenAIChatModel(OpenAIModel):
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        body.update(self.settings)
+        body.update(request_settings(self.settings, has_tools=bool(request.tools)))
         return body
 
 
-def from_spec(name: str) -> OpenAIChatModel:
+def from_spec(name: str, *, settings: Mapping[str, Any] | None = None) -> OpenAIChatModel:
     """`openai:MODEL`: Chat Completions with `OPENAI_API_KEY` / `OPENAI_BASE_URL`."""
-    return OpenAIChatModel(name)
+    return OpenAIChatModel(name, settings=settings)
 
 
 # -- to the wire ---------------------------------------------------------------------------------
