@@ -174,7 +174,7 @@ class Agent:
             run = Run(
                 self,
                 await self._dispatcher_for_run(),
-                None,
+                point.prompt,
                 point.messages,
                 _fan_out(self._recorder(store, run_id), on_event),
                 streaming=on_event is not None,
@@ -275,6 +275,14 @@ class Agent:
 
             self._store = open_store(self._store_location)
         return self._store
+
+    @store.setter
+    def store(self, store: RunLog | None) -> None:
+        """Logs later runs to `store`, an open log that stays the caller's to close (a batch
+        worker gives the agents it builds its own)."""
+        self.close_store()
+        self._store_location = None
+        self._store = store
 
     def close_store(self) -> None:
         """Closes the run log if this agent opened it from a path or URL (a log passed in open
