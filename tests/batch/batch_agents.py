@@ -3,7 +3,9 @@
 The fake model asks for two `step` calls, then answers with the prompt in upper case. Each model
 call and each tool execution is counted in this process (`MODEL_CALLS`, `STEPS`) and, when
 `BATCH_TEST_JOURNAL` names a file, appended to it as a line, so a test can count them across
-processes: `model TASK TURN`, `start TASK TURN I`, `end TASK TURN I`.
+processes: `model TASK TURN TIME`, `start TASK TURN I`, `end TASK TURN I`. The step whose
+`TASK TURN I` is `BATCH_TEST_DIE_AT` kills its process, once (`BATCH_TEST_DIED` is the marker
+file that says it has).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import time
 from collections import Counter
 from collections.abc import Sequence
 
@@ -71,7 +74,7 @@ async def reply(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Assis
     prompt = next(m.text for m in messages if isinstance(m, UserMessage))
     turn = sum(isinstance(m, AssistantMessage) for m in messages) + 1
     MODEL_CALLS[prompt] += 1
-    journal(f"model {prompt} {turn}")
+    journal(f"model {prompt} {turn} {time.time()}")
     await asyncio.sleep(_sleep())
     if prompt.startswith("fail"):
         raise RuntimeError(f"the model cannot answer {prompt}")

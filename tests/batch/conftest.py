@@ -6,6 +6,7 @@ folder, stopped by its PID at the end); each test that wants it gets a database 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -100,3 +101,101 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     with psycopg.connect(server.get_uri(), autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
     return str(server.get_uri(name))
+
+
+HERE = Path(__file__).parent
+RAY_ENV = {
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    # Workers run this interpreter instead of rebuilding the environment under `uv run`.
+    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+}
+
+
+def ray_worker_env(folder: Path) -> dict[str, str]:
+    """What Ray workers of these tests see: the fake agents' module and settings, a journal
+    and a step that kills its worker once (see `batch_agents`)."""
+    return {
+        "PYTHONPATH": str(HERE),
+        "BATCH_TEST_SLEEP": "0.002,0.01",
+        "BATCH_TEST_JOURNAL": str(folder / "journal"),
+        "BATCH_TEST_DIE_AT": "doomed 1 1",
+        "BATCH_TEST_DIED": str(folder / "died"),
+    }
+
+
+def stop_processes_under(folder: Path) -> None:
+    """Stops, by PID, a Ray cluster's processes: those whose command line names `folder`, and
+    their children (Ray renames some of them). SIGTERM, then SIGKILL for those that linger
+    (the GCS server and some agents ignore SIGTERM)."""
+    parents: dict[int, int] = {}
+    tree: set[int] = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                parents[int(proc.name)] = int(
+                    (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                )
+                if str(folder).encode() in (proc / "cmdline").read_bytes():
+                    tree.add(int(proc.name))
+            except OSError:
+                continue
+    while grown := {pid for pid, parent in parents.items() if parent in tree} - tree:
+        tree |= grown
+    for pid in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 2  # some of them never act on SIGTERM
+    while (alive := [pid for pid in tree if _running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """True while the process exists and is not a zombie waiting for its parent."""
+    try:
+        return _stat(str(pid))[0] != "Z"
+    except OSError:
+        return False
+
+
+def _stat(pid: str) -> list[str]:
+    """The fields of /proc/PID/stat after the command name: state, parent PID, ..."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+@pytest.fixture(scope="session")
+def ray_folder() -> Path:
+    """A short folder for Ray's sockets and session files, and the workers' journal."""
+    return Path(tempfile.mkdtemp(prefix="slray", dir="/tmp"))
+
+
+@pytest.fixture(scope="module")
+def local_ray(ray_folder: Path) -> Iterator[Any]:
+    """A local Ray for a module's tests, as CI can run it (4 logical CPUs, no dashboard);
+    stopped after them, so it does not idle through the rest of the suite."""
+    os.environ.update(RAY_ENV)
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'steadyloop[ray]'")
+    ray.init(
+        num_cpus=4,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=str(ray_folder),
+        runtime_env={"env_vars": ray_worker_env(ray_folder)},
+    )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        stop_processes_under(ray_folder)
+
+
+@pytest.fixture
+def ray_journal(local_ray: Any, ray_folder: Path) -> Path:
+    """The Ray workers' journal, empty, and their kill switch armed again."""
+    for name in ("journal", "died"):
+        (ray_folder / name).unlink(missing_ok=True)
+    return ray_folder / "journal"

@@ -116,3 +116,15 @@ def test_a_batch_that_cannot_start_is_a_one_line_error(
     assert stderr.startswith(message)
     assert len(stderr.splitlines()) == 1
     assert not out.exists()
+
+
+def test_ray_options_without_ray_are_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 1)
+
+    code, _, stderr = run_cli(capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent",
+                              "--out", str(tmp_path / "o.jsonl"), "--workers", "2")  # fmt: skip
+
+    assert code == 2
+    assert "--workers and --chunk go with --ray" in stderr

@@ -43,7 +43,21 @@ MAX_BAD_SHOWN = 20
     type=click.IntRange(min=1),
     default=256,
     show_default=True,
-    help="runs at a time",
+    help="runs at a time (per worker with --ray)",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS",
+    help="run on Ray: HOST:PORT of a cluster, 'auto' for the one on this machine, or 'local' "
+    "to start one for this batch",
+)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None, help="Ray workers (default: one per CPU)"
+)
+@click.option(
+    "--chunk", type=click.IntRange(min=1), default=None, help="tasks per Ray call (default: 50)"
 )
 @click.option(
     "--store",
@@ -66,7 +80,7 @@ MAX_BAD_SHOWN = 20
     help="when runs commit to the log (default: the agent's own, 'turn')",
 )
 def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency: int,
-          store_url: str | None,
+          ray_address: str | None, workers: int | None, chunk: int | None, store_url: str | None,
           rpm: float | None, durability: str | None) -> None:  # fmt: skip
     """Run the agent on each task of TASKS.jsonl ({"id", "prompt", ...} per line).
 
@@ -81,6 +95,19 @@ def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     engine: Engine = LocalEngine(concurrency)
+    if ray_address is not None:
+        from steadyloop.batch.ray import RayEngine
+
+        engine = _guard(
+            lambda: RayEngine(
+                address=None if ray_address == "local" else ray_address,
+                workers=workers,
+                per_worker=concurrency,
+                chunk=chunk or 50,
+            )
+        )
+    elif workers is not None or chunk is not None:
+        raise click.UsageError("--workers and --chunk go with --ray")
     try:
         report = _guard(
             lambda: run_batch(
