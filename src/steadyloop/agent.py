@@ -278,9 +278,9 @@ class Agent:
 
     @store.setter
     def store(self, store: RunLog | None) -> None:
-        """Logs later runs to `store`, an open log that stays the caller's to close (a batch
-        worker gives the agents it builds its own)."""
-        self.close_store()
+        """Logs later runs to `store`, an open log that is the caller's to close, as is one the
+        agent had opened (a batch worker gives the agents it builds its log; `durable()` wraps
+        an agent's log in its own)."""
         self._store_location = None
         self._store = store
 

@@ -3,9 +3,9 @@
 The fake model asks for two `step` calls, then answers with the prompt in upper case. Each model
 call and each tool execution is counted in this process (`MODEL_CALLS`, `STEPS`) and, when
 `BATCH_TEST_JOURNAL` names a file, appended to it as a line, so a test can count them across
-processes: `model TASK TURN TIME`, `start TASK TURN I`, `end TASK TURN I`. The step whose
-`TASK TURN I` is `BATCH_TEST_DIE_AT` kills its process, once (`BATCH_TEST_DIED` is the marker
-file that says it has).
+processes: `model TASK TURN TIME` and `replied TASK TURN`, `start TASK TURN I` and
+`end TASK TURN I`. The step whose `TASK TURN I` is `BATCH_TEST_DIE_AT` kills its process, once
+(`BATCH_TEST_DIED` is the marker file that says it has).
 """
 
 from __future__ import annotations
@@ -83,8 +83,11 @@ async def reply(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Assis
             ToolCall(f"{prompt}-{turn}-{i}", "step", {"task": prompt, "turn": turn, "i": i})
             for i in range(2)
         )
-        return AssistantMessage(tool_calls=calls)
-    return AssistantMessage(prompt.upper())
+        reply = AssistantMessage(tool_calls=calls)
+    else:
+        reply = AssistantMessage(prompt.upper())
+    journal(f"replied {prompt} {turn}")
+    return reply
 
 
 def make_agent() -> Agent:

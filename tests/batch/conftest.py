@@ -89,18 +89,22 @@ def stop_pid(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
+def new_database(server: Any) -> str:
+    """The URL of a new database on `server`."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server.get_uri(), autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    return str(server.get_uri(name))
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Where a fresh run log goes: a SQLite path, or a Postgres URL of a new database."""
     if request.param == "sqlite":
         return str(tmp_path / "runs.db")
-    import psycopg
-
-    server = request.getfixturevalue("postgres_server")
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server.get_uri(), autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    return str(server.get_uri(name))
+    return new_database(request.getfixturevalue("postgres_server"))
 
 
 HERE = Path(__file__).parent
