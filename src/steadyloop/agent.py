@@ -107,7 +107,7 @@ class Agent:
         self.estimate_tokens = estimate_tokens
         self.metadata = dict(metadata or {})
         self.durability = durability
-        self.effects = nest(effects)
+        self._effects = nest(effects)
         self.tracer_provider = tracer_provider
         self.trace_content = trace_content
         # A log given as a path or URL is the agent's to open and close; an open one is not.
@@ -120,8 +120,20 @@ class Agent:
         _check_unique(self.tools)
         self._tool_threads = _ToolThreads()
         self._dispatcher: Dispatcher | None = (
-            None if self.toolsets else self._make_dispatcher([], self.effects)
+            None if self.toolsets else self._make_dispatcher([], self._effects)
         )
+
+    @property
+    def effects(self) -> Effects | None:
+        """The effects around each model and tool call (nested into one), or None."""
+        return self._effects
+
+    @effects.setter
+    def effects(self, effects: Effects | Sequence[Effects] | None) -> None:
+        """Sets the effects of later runs (an engine such as `durable()` adds its own)."""
+        self._effects = nest(effects)
+        if self._dispatcher is not None:
+            self._dispatcher = self._make_dispatcher([], self._effects)
 
     async def run(
         self,
@@ -189,7 +201,7 @@ class Agent:
             run = Run(
                 self,
                 await self._dispatcher_for_run(tracing),
-                None,
+                point.prompt,
                 point.messages,
                 _fan_out(self._recorder(store, run_id), on_event),
                 streaming=on_event is not None,
@@ -292,6 +304,14 @@ class Agent:
 
             self._store = open_store(self._store_location)
         return self._store
+
+    @store.setter
+    def store(self, store: RunLog | None) -> None:
+        """Logs later runs to `store`, an open log that is the caller's to close, as is one the
+        agent had opened (a batch worker gives the agents it builds its log; `durable()` wraps
+        an agent's log in its own)."""
+        self._store_location = None
+        self._store = store
 
     def close_store(self) -> None:
         """Closes the run log if this agent opened it from a path or URL (a log passed in open

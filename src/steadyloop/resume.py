@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from steadyloop.errors import ConfigError
-from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage
+from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage, UserMessage
 from steadyloop.result import RunResult
 from steadyloop.store import RunInfo, RunLog
 
@@ -17,13 +17,16 @@ RESUMABLE = ("running", "interrupted", "error")
 @dataclass(frozen=True, slots=True)
 class ResumePoint:
     """A logged run's state: its whole transcript, the model calls and usage it has spent, and
-    the results of tool calls that finished (logged) but may not be in the transcript yet."""
+    the results of tool calls that finished (logged) but may not be in the transcript yet.
+    `prompt` is the run's prompt when the process died before it was logged as a message (the
+    run's row has it): the run goes on by appending it, as it was about to."""
 
     run_id: str
     messages: tuple[Message, ...]
     turns_used: int
     usage: Usage
     recovered: dict[str, ToolResult]
+    prompt: str | None = None
 
 
 def resume_point(store: RunLog, run_id: str) -> ResumePoint:
@@ -35,7 +38,9 @@ def resume_point(store: RunLog, run_id: str) -> ResumePoint:
             f"that were {', '.join(RESUMABLE)} can (start a new run with its history instead)"
         )
     messages = store.messages(info.id)
-    replies = [m for m in messages[info.history :] if isinstance(m, AssistantMessage)]
+    own = messages[info.history :]
+    prompt = None if any(isinstance(m, UserMessage) for m in own) else info.prompt
+    replies = [m for m in own if isinstance(m, AssistantMessage)]
     usage = Usage(requests=len(replies), tool_calls=sum(len(r.tool_calls) for r in replies))
     for reply in replies:
         if reply.usage is not None:
@@ -43,7 +48,7 @@ def resume_point(store: RunLog, run_id: str) -> ResumePoint:
                            output_tokens=reply.usage.output_tokens,
                            cost_usd=reply.usage.cost_usd)  # fmt: skip
     recovered = {call_id: record.result for call_id, record in store.tool_records(info.id).items()}
-    return ResumePoint(info.id, messages, len(replies), usage, recovered)
+    return ResumePoint(info.id, messages, len(replies), usage, recovered, prompt)
 
 
 def logged_result(store: RunLog, info: RunInfo) -> RunResult:

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, NoReturn, TypeVar
 import click
 
 from steadyloop.agent import Agent
+from steadyloop.cli.batch import batch, render_batch
 from steadyloop.cli.ids import find_run, short_id
 from steadyloop.cli.live import make_view
 from steadyloop.cli.otlp import otlp_export
@@ -62,6 +63,9 @@ store_option = click.option(
 @click.version_option(package_name="steadyloop")
 def cli() -> None:
     """Run LLM agents that hold up: steadyloop run --tools tools.py --model test "..." """
+
+
+cli.add_command(batch)
 
 
 @cli.command()
@@ -153,13 +157,18 @@ def resume(run_id: str, model: str | None, as_json: bool, store_url: str | None)
 
 @cli.command()
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--batch", "batch_name", metavar="NAME", help="count the runs of a batch by status")
 @store_option
-def logs(limit: int, store_url: str | None) -> None:
+def logs(limit: int, batch_name: str | None, store_url: str | None) -> None:
     """List recent runs: id, when, model, turns, tokens, how each ended."""
     if store_url is None and not store_path().exists():
-        click.echo(render_runs([]))
+        click.echo(render_batch(batch_name, []) if batch_name else render_runs([]))
         return
     store = _guard(lambda: open_store(store_url, read_only=True))
+    if batch_name is not None:
+        runs = _guard(lambda: store.runs_with_prefix(f"{batch_name}:", limit=sys.maxsize))
+        click.echo(render_batch(batch_name, runs))
+        return
     click.echo(render_runs(_guard(lambda: store.runs(limit))))
 
 

@@ -1,0 +1,77 @@
+"""What a batch did: rows counted as they arrive (`Tally`), then a `BatchReport`."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from steadyloop.batch.results import Row
+from steadyloop.batch.tasks import BadTask
+
+__all__ = ["BatchReport", "Tally"]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchReport:
+    """How a batch went: `tasks` read from the input (bad lines aside), `skipped` because the
+    results file already had them, and this time's rows by status. `unfinished` tasks have no
+    row yet (their worker was lost, or the batch was stopped): running the batch again
+    resumes them."""
+
+    batch: str
+    out: Path
+    tasks: int
+    skipped: int
+    answered: int
+    limit: int
+    failed: int
+    bad: tuple[BadTask, ...]
+    seconds: float
+
+    @property
+    def ran(self) -> int:
+        """Rows written this time."""
+        return self.answered + self.limit + self.failed
+
+    @property
+    def unfinished(self) -> int:
+        return self.tasks - self.skipped - self.ran
+
+    def summary(self) -> str:
+        """One paragraph for people."""
+        rate = f", {self.ran / self.seconds:,.0f} runs/s" if self.ran and self.seconds else ""
+        text = (
+            f"batch {self.batch}: {self.tasks} tasks; {self.answered} answered, {self.limit} "
+            f"stopped at a limit, {self.failed} failed, {self.skipped} done before; "
+            f"{self.seconds:.1f} s{rate}; results in {self.out}"
+        )
+        if self.bad:
+            text += f"\n{len(self.bad)} bad task lines skipped"
+        if self.unfinished:
+            text += f"\n{self.unfinished} tasks did not finish: run the batch again to resume them"
+        return text
+
+
+@dataclass
+class Tally:
+    """Rows counted by status as they arrive; `on_row` (a progress bar) is told of each."""
+
+    batch: str
+    started: float = field(default_factory=time.monotonic)
+    statuses: Counter[str] = field(default_factory=Counter)
+    on_row: Callable[[Counter[str]], None] | None = None
+
+    def add(self, row: Row) -> None:
+        self.statuses[row["status"]] += 1
+        if self.on_row is not None:
+            self.on_row(self.statuses)
+
+    def report(self, out: Path, tasks: int, skipped: int, bad: tuple[BadTask, ...]) -> BatchReport:
+        count = self.statuses
+        return BatchReport(
+            self.batch, out, tasks, skipped, count["answered"], count["limit"], count["error"],
+            bad, time.monotonic() - self.started,
+        )  # fmt: skip

@@ -1,0 +1,137 @@
+"""One worker of a batch: an agent built from the batch's factory, turning tasks into result rows.
+
+Agents never travel: each worker (the batch's own process, or each Ray actor) imports the
+`"module:function"` factory and calls it once, then runs every task it is given on that agent.
+With a run log, task `t` of batch `b` runs as run `"b:t"` with `if_exists="resume"`: a run the log
+has finished returns its logged result without a model call, and an unfinished one goes on from
+where the log stops.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from steadyloop.agent import Agent
+from steadyloop.batch.ratelimit import Rate, RateLimited
+from steadyloop.batch.results import Row, error_row, result_row
+from steadyloop.batch.tasks import Task
+from steadyloop.effects import nest
+from steadyloop.errors import ConfigError, LimitExceeded
+from steadyloop.store import RunLog
+
+__all__ = ["Job", "Worker", "import_object"]
+
+Factory = str | Callable[[], Agent]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """What every worker of a batch needs, and nothing it could not rebuild elsewhere.
+
+    `store` is a path or URL (each worker opens its own), an open log (one process only), or
+    None (the agent's own log, if it has one); `durability` None keeps the agent's own; `rate`
+    caps the model calls of all workers together.
+    """
+
+    factory: Factory
+    batch: str
+    store: RunLog | str | None = None
+    durability: Literal["turn", "batch"] | None = None
+    rate: Rate | None = None
+
+
+class Worker:
+    """An agent and the batch it works for."""
+
+    def __init__(self, agent: Agent, batch: str) -> None:
+        self.agent = agent
+        self.batch = batch
+
+    @classmethod
+    def build(
+        cls,
+        job: Job,
+        store: RunLog | None = None,
+        acquire: Callable[[], Awaitable[None]] | None = None,
+    ) -> Worker:
+        """Calls the factory once; `store` replaces the agent's log, `acquire` waits for a
+        token before each model call. A factory that fails is a `ConfigError` naming it."""
+        agent = build_agent(job.factory)
+        if store is not None:
+            agent.store = store
+        if job.durability is not None:
+            agent.durability = job.durability
+        if acquire is not None:
+            agent.effects = nest([RateLimited(acquire), *filter(None, [agent.effects])])
+        return cls(agent, job.batch)
+
+    async def run(self, task: Task) -> Row:
+        """Runs `task` (or reads its logged result) and returns its row; never raises for a
+        failed run, only for cancellation."""
+        run_id = f"{self.batch}:{task.id}"
+        try:
+            options = _run_options(task)
+            if self.agent.store is None:
+                result = await self.agent.run(task.prompt, **options)
+            else:
+                result = await self.agent.run(
+                    task.prompt, run_id=run_id, if_exists="resume", **options
+                )
+        except LimitExceeded as exc:
+            return result_row(task.id, run_id, exc.result)
+        except Exception as exc:
+            return error_row(task.id, run_id, exc)
+        return result_row(task.id, run_id, result)
+
+    async def aclose(self) -> None:
+        await self.agent.aclose()
+
+
+def build_agent(factory: Factory) -> Agent:
+    """The agent `factory` (a callable, or `"module:function"`) makes."""
+    name = factory if isinstance(factory, str) else getattr(factory, "__qualname__", "factory")
+    make = import_object(factory, "agent factory") if isinstance(factory, str) else factory
+    try:
+        agent = make()
+    except Exception as exc:
+        raise ConfigError(
+            f"the agent factory {name} failed: {type(exc).__name__}: {exc}; no task was run"
+        ) from exc
+    if not isinstance(agent, Agent):
+        raise ConfigError(f"the agent factory {name} returned {type(agent).__name__}, not an Agent")
+    return agent
+
+
+def import_object(spec: str, what: str) -> Any:
+    """The object `"package.module:name"` names (a `ConfigError` saying why when it cannot)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ConfigError(f"the {what} is given as 'module:name', got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ConfigError(
+            f"cannot import the {what} {spec}: {type(exc).__name__}: {exc} (the module must be "
+            "importable where the batch runs: installed, or in the current directory)"
+        ) from exc
+    target: Any = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ConfigError(
+                f"the {what} {spec} does not exist: {module_name} has no {attribute}"
+            ) from None
+    return target
+
+
+def _run_options(task: Task) -> dict[str, Any]:
+    """The task's `Agent.run` options: its `deps` as given, its `output` type imported."""
+    options = dict(task.options)
+    output = options.get("output")
+    if isinstance(output, str):
+        options["output"] = import_object(output, "output type")
+    return options

@@ -1,0 +1,1 @@
+"""Adapters that run steadyloop's loop on durable engines: `steadyloop.engines.dbos`."""

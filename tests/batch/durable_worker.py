@@ -1,0 +1,55 @@
+"""A DBOS worker for the durable-run tests, as a process of its own.
+
+    python durable_worker.py SYSTEM_DB_URL STORE_URL start|recover PREFIX PROMPT...
+
+`start` starts one workflow per prompt (ids PREFIX0, PREFIX1, ...) and waits for them;
+`recover` only launches DBOS, which recovers the workflows a dead worker left, and waits for
+those ids. Prints the outputs as a JSON list. The agent is `batch_agents`' fake one, durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import batch_agents
+from dbos import DBOS, SetWorkflowID
+
+from steadyloop.engines.dbos import durable
+from steadyloop.store import open_store
+
+system_db, store_url, mode, prefix, *prompts = sys.argv[1:]
+DBOS(
+    config={
+        "name": "steadyloop-durable-test",
+        "system_database_url": system_db,
+        "log_level": "WARNING",
+    }
+)
+agent = batch_agents.make_agent()
+agent.store = open_store(store_url)
+durable(agent)
+
+
+@DBOS.workflow()
+async def answer(prompt: str) -> str:
+    return (await agent.run(prompt, run_id=DBOS.workflow_id)).output
+
+
+async def main() -> list[str]:
+    DBOS.launch()
+    ids = [f"{prefix}{index}" for index in range(len(prompts))]
+    if mode == "start":
+        handles = []
+        for workflow_id, prompt in zip(ids, prompts, strict=True):
+            with SetWorkflowID(workflow_id):
+                handles.append(await DBOS.start_workflow_async(answer, prompt))
+        return [await handle.get_result() for handle in handles]
+    return [await (await DBOS.retrieve_workflow_async(wid)).get_result() for wid in ids]
+
+
+if __name__ == "__main__":
+    outputs = asyncio.run(main())
+    print(json.dumps(outputs))
+    DBOS.destroy()

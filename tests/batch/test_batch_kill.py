@@ -1,0 +1,92 @@
+"""A batch process killed with SIGKILL, then run again: every task ends with exactly one row, and
+nothing that had finished before the kill runs a second time."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from conftest import journal_lines, read_rows, write_tasks
+
+HERE = Path(__file__).parent
+TASKS = 600
+
+
+def batch_process(tmp_path: Path, journal: Path) -> subprocess.Popen[bytes]:
+    """The batch command as a process of its own; its stderr goes to JOURNAL.err."""
+    env = {**os.environ, "BATCH_TEST_JOURNAL": str(journal), "BATCH_TEST_SLEEP": "0.005,0.02"}
+    with journal.with_suffix(".err").open("wb") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "steadyloop", "batch", str(tmp_path / "tasks.jsonl"),
+             "--agent", "batch_agents:make_agent", "--out", str(tmp_path / "results.jsonl"),
+             "--store", str(tmp_path / "runs.db"), "--batch", "k", "--concurrency", "64"],
+            cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+
+
+def whole_lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def test_a_killed_batch_run_again_finishes_each_task_once_repeating_only_calls_in_flight(
+    tmp_path: Path,
+) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", TASKS)
+    out = tmp_path / "results.jsonl"
+    first_journal, second_journal = tmp_path / "first.journal", tmp_path / "second.journal"
+
+    first = batch_process(tmp_path, first_journal)
+    try:
+        deadline = time.monotonic() + 120
+        while whole_lines(out) < TASKS // 6 and first.poll() is None:
+            assert time.monotonic() < deadline, "the batch wrote no rows"
+            time.sleep(0.005)
+        os.kill(first.pid, signal.SIGKILL)
+    finally:
+        first.kill()
+        first.wait()
+    rows_at_kill = {row["id"] for row in read_rows_whole(out)}
+    assert len(rows_at_kill) < TASKS, "the batch finished before it could be killed"
+
+    second = batch_process(tmp_path, second_journal)
+    try:
+        second.wait(timeout=300)
+    finally:
+        second.kill()
+    assert second.returncode == 0, second_journal.with_suffix(".err").read_text()
+
+    rows = read_rows(out)
+    assert sorted(row["id"] for row in rows) == sorted(f"t{i}" for i in range(TASKS))
+    assert [row["error"] for row in rows if row["status"] != "answered"] == []
+
+    finished_steps = {tuple(w[1:]) for w in journal_lines(first_journal) if w[0] == "end"}
+    rerun_steps = {tuple(w[1:]) for w in journal_lines(second_journal) if w[0] == "start"}
+    assert finished_steps
+    assert not finished_steps & rerun_steps
+
+    first_turns: dict[str, list[int]] = defaultdict(list)
+    for words in journal_lines(first_journal):
+        if words[0] == "model":
+            first_turns[" ".join(words[1:3])].append(int(words[3]))
+    went_on = 0
+    for words in journal_lines(second_journal):
+        if words[0] == "model":
+            task, turn = " ".join(words[1:3]), int(words[3])
+            assert f"t{words[2]}" not in rows_at_kill
+            # Only the last model call before the kill may have been cut short.
+            assert turn >= max(first_turns[task], default=1)
+            went_on += turn > 1 and turn == min(first_turns[task], default=0) + 1
+    assert went_on, "no run went on from its log"
+
+
+def read_rows_whole(path: Path) -> list[dict[str, object]]:
+    """The rows of the file's whole lines (a kill may have torn the last one)."""
+    data = path.read_bytes()
+    whole = path.with_suffix(".whole")
+    whole.write_bytes(data[: data.rfind(b"\n") + 1])
+    return read_rows(whole)
