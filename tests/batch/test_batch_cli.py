@@ -128,3 +128,15 @@ def test_ray_options_without_ray_are_a_usage_error(
 
     assert code == 2
     assert "--workers and --chunk go with --ray" in stderr
+
+
+def test_a_missing_tasks_file_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing, out = tmp_path / "nope.jsonl", tmp_path / "o.jsonl"
+
+    code, _, stderr = run_cli(capsys, "batch", str(missing), "--agent",
+                              "batch_agents:make_agent", "--out", str(out))  # fmt: skip
+
+    assert code == 1
+    assert stderr.startswith(f"error: cannot read the tasks file {missing}")

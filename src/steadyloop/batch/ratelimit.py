@@ -45,6 +45,7 @@ class Rate:
 
     @property
     def burst(self) -> float:
+        """How many calls may go at once: a tenth of a second's worth, at least one."""
         return max(1.0, self.per_second / 10)
 
 

@@ -106,7 +106,10 @@ class _Driver:
         try:
             self._check_ready(actors)
             self._feed(actors, _chunks(tasks, engine.chunk), emit)
-            ray.get([actor.close.remote() for actor in actors])
+            try:
+                ray.get([actor.close.remote() for actor in actors])
+            except ray.exceptions.RayError as exc:  # its rows are in; a run log commits anyway
+                logger.warning("a Ray worker could not be closed: %s", exc)
         finally:
             for actor in [*actors, bucket]:
                 if actor is not None:

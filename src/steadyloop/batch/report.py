@@ -55,6 +55,10 @@ class BatchReport:
         return text
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
 @dataclass
 class Tally:
     """Rows counted by status as they arrive; `on_row` (a progress bar) is told of each."""

@@ -4,7 +4,7 @@ Agents never travel: each worker (the batch's own process, or each Ray actor) im
 `"module:function"` factory and calls it once, then runs every task it is given on that agent.
 With a run log, task `t` of batch `b` runs as run `"b:t"` with `if_exists="resume"`: a run the log
 has finished returns its logged result without a model call, and an unfinished one goes on from
-where the log stops.
+where the log stops. (When the log has no run of the batch yet, that look-up is skipped.)
 """
 
 from __future__ import annotations
@@ -44,11 +44,16 @@ class Job:
 
 
 class Worker:
-    """An agent and the batch it works for."""
+    """An agent and the batch it works for.
 
-    def __init__(self, agent: Agent, batch: str) -> None:
+    `fresh`: the log had no run of the batch when the worker started, so its runs are started
+    without first looking each one up (a task is only ever on one worker at a time).
+    """
+
+    def __init__(self, agent: Agent, batch: str, *, fresh: bool = False) -> None:
         self.agent = agent
         self.batch = batch
+        self.fresh = fresh
 
     @classmethod
     def build(
@@ -66,7 +71,9 @@ class Worker:
             agent.durability = job.durability
         if acquire is not None:
             agent.effects = nest([RateLimited(acquire), *filter(None, [agent.effects])])
-        return cls(agent, job.batch)
+        log = agent.store
+        fresh = log is not None and not log.runs_with_prefix(f"{job.batch}:", limit=1)
+        return cls(agent, job.batch, fresh=fresh)
 
     async def run(self, task: Task) -> Row:
         """Runs `task` (or reads its logged result) and returns its row; never raises for a
@@ -78,7 +85,10 @@ class Worker:
                 result = await self.agent.run(task.prompt, **options)
             else:
                 result = await self.agent.run(
-                    task.prompt, run_id=run_id, if_exists="resume", **options
+                    task.prompt,
+                    run_id=run_id,
+                    if_exists="error" if self.fresh else "resume",
+                    **options,
                 )
         except LimitExceeded as exc:
             return result_row(task.id, run_id, exc.result)
