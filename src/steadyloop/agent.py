@@ -8,7 +8,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from steadyloop.compaction import Compaction
 from steadyloop.dispatch import Dispatcher
@@ -19,7 +19,8 @@ from steadyloop.limits import Limits, TokenEstimator, estimate_tokens
 from steadyloop.loop import Run
 from steadyloop.messages import Message
 from steadyloop.models import Model, resolve_model
-from steadyloop.result import RunResult
+from steadyloop.output import AnswerTools, OutputCheck
+from steadyloop.result import OutputT, RunResult
 from steadyloop.retry import Backoff
 from steadyloop.tools import Tool, Toolset, as_tool
 
@@ -28,8 +29,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent"]
 
+T = TypeVar("T")
+OnEvent = Callable[[Event], None]
 
-class Agent:
+
+class Agent(Generic[OutputT]):
     """A model, the tools it may call, and the limits of every run.
 
     Args:
@@ -54,6 +58,13 @@ class Agent:
         effects: around-hooks for each model call and each tool call (see
             `steadyloop.effects`); several nest, the first outermost.
         metadata: extra JSON-able facts logged with each run (the CLI records its tool files).
+        output: the type of the answer (default `str`: the text of the last reply). Any type
+            pydantic validates (a model, dataclass, TypedDict, `list[...]`, `int`, ...): the
+            model answers by calling a `final_answer` tool, and `result.output` is the
+            validated value. A run may pass its own `output=`.
+        output_check: `fn(value) -> value` (sync or async) run on each typed answer; it may
+            raise `ToolError("...")` to send the model back to work. What it returns is the
+            output.
     """
 
     def __init__(
@@ -73,6 +84,8 @@ class Agent:
         durability: Literal["turn", "batch"] = "turn",
         effects: Effects | Sequence[Effects] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        output: type[OutputT] | None = None,
+        output_check: OutputCheck | None = None,
     ) -> None:
         if max_tool_output < 0:
             raise ConfigError(f"max_tool_output must be >= 0, got {max_tool_output}")
@@ -101,25 +114,45 @@ class Agent:
             as_tool(t) for t in tools if not isinstance(t, Toolset)
         )
         _check_unique(self.tools)
+        self._answers = AnswerTools(output, output_check, [t.name for t in self.tools])
         self._tool_threads = _ToolThreads()
         self._dispatcher: Dispatcher | None = None if self.toolsets else self._make_dispatcher([])
 
+    # fmt: off
+    @overload
+    async def run(
+        self, prompt: str, *, history: Sequence[Message] = (), output: None = None,
+        on_event: OnEvent | None = None,
+    ) -> RunResult[OutputT]: ...
+    @overload
+    async def run(
+        self, prompt: str, *, history: Sequence[Message] = (), output: type[T],
+        on_event: OnEvent | None = None,
+    ) -> RunResult[T]: ...
+    @overload
+    async def run(
+        self, prompt: str, *, history: Sequence[Message] = (), output: Any,
+        on_event: OnEvent | None = None,
+    ) -> RunResult[Any]: ...
+    # fmt: on
     async def run(
         self,
         prompt: str,
         *,
         history: Sequence[Message] = (),
-        on_event: Callable[[Event], None] | None = None,
-    ) -> RunResult:
+        output: Any = None,
+        on_event: OnEvent | None = None,
+    ) -> RunResult[Any]:
         """Runs until the model answers; raises `LimitExceeded` (with `.result`) at a limit.
 
-        `on_event` is called with each event as it happens (as `stream` yields them).
+        `output` is this run's answer type (default: the agent's). `on_event` is called with
+        each event as it happens (as `stream` yields them).
         """
-        return await self._start(prompt, history, on_event)
+        return await self._start(prompt, history, on_event, output)
 
     async def resume(
         self, run_id: str, *, on_event: Callable[[Event], None] | None = None
-    ) -> RunResult:
+    ) -> RunResult[Any]:
         """Continues a logged run that was killed, interrupted or failed, from its log.
 
         Calls that finished are not run again; unfinished ones are run again if their tool is
@@ -155,9 +188,11 @@ class Agent:
         self,
         prompt: str,
         history: Sequence[Message],
-        stream_to: Callable[[Event], None] | None = None,
-    ) -> RunResult:
-        dispatcher = await self._dispatcher_for_run()
+        stream_to: Callable[[Event], None] | None,
+        output: Any,
+    ) -> RunResult[Any]:
+        answer = self._answers.for_run(output)
+        dispatcher = await self._dispatcher_for_run(answer)
         store = self.store
         notify, run_id, commit = stream_to, None, None
         if store is not None:
@@ -171,7 +206,7 @@ class Agent:
             commit = self._committer(store, run_id)
         run = Run(
             self, dispatcher, prompt, history, notify, streaming=stream_to is not None,
-            run_id=run_id, commit=commit,
+            run_id=run_id, commit=commit, answer=answer,
         )  # fmt: skip
         return await _logged(run, store)
 
@@ -186,22 +221,40 @@ class Agent:
             return None
         return functools.partial(store.commit, run_id)
 
-    def run_sync(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:
+    # fmt: off
+    @overload
+    def run_sync(
+        self, prompt: str, *, history: Sequence[Message] = (), output: None = None
+    ) -> RunResult[OutputT]: ...
+    @overload
+    def run_sync(
+        self, prompt: str, *, history: Sequence[Message] = (), output: type[T]
+    ) -> RunResult[T]: ...
+    @overload
+    def run_sync(
+        self, prompt: str, *, history: Sequence[Message] = (), output: Any
+    ) -> RunResult[Any]: ...
+    # fmt: on
+    def run_sync(
+        self, prompt: str, *, history: Sequence[Message] = (), output: Any = None
+    ) -> RunResult[Any]:
         """`run` for code without a running event loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt, history=history))
+            return asyncio.run(self.run(prompt, history=history, output=output))
         raise RuntimeError("run_sync() was called inside a running event loop: await run()")
 
-    async def stream(self, prompt: str, *, history: Sequence[Message] = ()) -> AsyncIterator[Event]:
+    async def stream(
+        self, prompt: str, *, history: Sequence[Message] = (), output: Any = None
+    ) -> AsyncIterator[Event]:
         """Runs like `run`, yielding each event as it happens; the last is `RunFinished`.
 
         A limit still raises `LimitExceeded` once its `LimitReached` and `RunFinished` events
         have been yielded. Leaving the loop early cancels the run.
         """
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        task = asyncio.create_task(self._start(prompt, history, queue.put_nowait))
+        task = asyncio.create_task(self._start(prompt, history, queue.put_nowait, output))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -270,17 +323,18 @@ class Agent:
         self._tool_threads.shutdown()
         await asyncio.to_thread(self.close_store)
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Agent[OutputT]:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _dispatcher_for_run(self) -> Dispatcher:
-        if self._dispatcher is not None:
+    async def _dispatcher_for_run(self, answer: Tool | None = None) -> Dispatcher:
+        if self._dispatcher is not None and answer is None:
             return self._dispatcher
         started = await asyncio.gather(*(toolset.tools() for toolset in self.toolsets))
-        return self._make_dispatcher([tool for tools in started for tool in tools])
+        extra = [tool for tools in started for tool in tools]
+        return self._make_dispatcher(extra if answer is None else [*extra, answer])
 
     def _make_dispatcher(self, extra: Sequence[Tool]) -> Dispatcher:
         tools = (*self.tools, *extra)
@@ -299,7 +353,7 @@ class Agent:
         return f"Agent({self.model.name!r}, tools=[{names}])"
 
 
-async def _logged(run: Run, store: RunStore | None) -> RunResult:
+async def _logged(run: Run, store: RunStore | None) -> RunResult[Any]:
     """Runs `run`, marking in the log how it ended when it did not end by answering, and
     releasing its claim however it ended."""
     if store is None or run.run_id is None:

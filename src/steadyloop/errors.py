@@ -19,7 +19,7 @@ loop: they become error results the model reads. Everything here is what the cal
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from steadyloop.result import RunResult
@@ -108,7 +108,7 @@ class LimitExceeded(SteadyloopError):
 
     reason = "limit"
 
-    def __init__(self, message: str, result: RunResult) -> None:
+    def __init__(self, message: str, result: RunResult[Any]) -> None:
         super().__init__(message)
         self.result = result
 
@@ -144,4 +144,4 @@ class FatalToolError(SteadyloopError):
     When it leaves `Agent.run`, `result` holds the partial `RunResult` (every call answered).
     """
 
-    result: RunResult | None = None
+    result: RunResult[Any] | None = None

@@ -5,7 +5,7 @@ happened in a run, in the order it happened.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from steadyloop.messages import Message, Summary, ToolCall, ToolResult
 
@@ -135,7 +135,7 @@ class LimitReached:
 class RunFinished:
     """The run ended with `result` (answered, or stopped by a limit)."""
 
-    result: RunResult
+    result: RunResult[Any]
 
 
 Event: TypeAlias = (

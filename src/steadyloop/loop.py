@@ -8,7 +8,7 @@ valid (every call answered) whatever ends the run.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from steadyloop.effects import ModelCall
 from steadyloop.errors import (
@@ -40,6 +40,7 @@ from steadyloop.transcript import Transcript
 if TYPE_CHECKING:
     from steadyloop.agent import Agent
     from steadyloop.dispatch import Dispatcher
+    from steadyloop.output import FinalAnswer
 
 __all__ = ["Run"]
 
@@ -60,7 +61,7 @@ class Run:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent[Any],
         dispatcher: Dispatcher,
         prompt: str | None,
         history: Sequence[Message],
@@ -72,11 +73,13 @@ class Run:
         turns_used: int = 0,
         usage: Usage | None = None,
         recovered: Mapping[str, ToolResult] | None = None,
+        answer: FinalAnswer | None = None,
     ) -> None:
         """`prompt` None resumes: the history is this run's own log, `turns_used` its model
         calls and `usage` so far, and `recovered` the results of calls that finished before it
         stopped. `commit` makes what was recorded so far durable (the run log's write-ahead
-        points)."""
+        points). `answer` is the `final_answer` tool of a run with a typed answer (one of the
+        dispatcher's tools)."""
         self.agent = agent
         self.dispatcher = dispatcher
         self.prompt = prompt
@@ -93,8 +96,9 @@ class Run:
         self.specs = tuple(tool.spec for tool in dispatcher.tools)
         self.fixed_tokens = estimate_fixed_tokens(agent.instructions, self.specs)
         self.stop_reason = "end_turn"
+        self.answer = answer
 
-    async def execute(self) -> RunResult:
+    async def execute(self) -> RunResult[Any]:
         """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
         prompt = self.prompt
         self._emit(
@@ -109,24 +113,29 @@ class Run:
             reply = await self._call_model()
             self._append(reply)
             if not reply.tool_calls:
+                if self.answer is not None:  # a typed answer is due: say how to give it
+                    self._append(self.answer.nudge())
+                    continue
                 if reply.stop_reason == "max_tokens":
                     self.stop_reason = "max_tokens"
                 return self._finish()
             await self._commit()  # the reply is logged before any of its calls starts
             await self._run_tools(reply)
+            if self.answer is not None and self.answer.accepted:
+                return self._finish()
 
-    def result(self) -> RunResult:
+    def result(self) -> RunResult[Any]:
         """What the run has produced so far."""
-        last = next(
-            (m for m in reversed(self.transcript.entries) if isinstance(m, AssistantMessage)),
-            None,
-        )
+        entries = self.transcript.entries
+        last = next((m for m in reversed(entries) if isinstance(m, AssistantMessage)), None)
+        text = last.text if last is not None else ""
         return RunResult(
-            output=last.text if last is not None else "",
-            messages=self.transcript.entries,
+            output=text if self.answer is None else self.answer.value,
+            messages=entries,
             stop_reason=self.stop_reason,
             usage=self.usage,
             run_id=self.run_id,
+            text=text,
         )
 
     # -- steps -------------------------------------------------------------------------------
@@ -212,6 +221,8 @@ class Run:
                 self._append(_error_result(call, CUT_OFF_TEXT.format(name=call.name)))
             return
         self.usage += Usage(tool_calls=len(reply.tool_calls))
+        if self.answer is not None:
+            self.answer.expect(reply.tool_calls)
         batch = await self.dispatcher.run(
             reply.tool_calls, self.notify, run_id=self.run_id, turn=self.turns
         )
@@ -303,7 +314,7 @@ class Run:
         if self.notify is not None:
             self.notify(event)
 
-    def _finish(self) -> RunResult:
+    def _finish(self) -> RunResult[Any]:
         result = self.result()
         self._emit(RunFinished(result))
         return result

@@ -46,6 +46,7 @@ from steadyloop.messages import (
     Usage,
     message_from_dict,
 )
+from steadyloop.output import as_json
 from steadyloop.runlock import RunLocks
 
 __all__ = ["LoggedEvent", "RunInfo", "RunStore", "ToolRecord"]
@@ -633,7 +634,7 @@ def _row(event: Event) -> tuple[str, Mapping[str, Any]]:
     if isinstance(event, RunFinished):
         return "finished", {
             "stop_reason": event.result.stop_reason,
-            "output": event.result.output,
+            "output": as_json(event.result.output),
             "usage": event.result.usage.to_dict(),
         }
     raise TypeError(f"no log row for {type(event).__name__}")

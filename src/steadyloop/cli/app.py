@@ -28,6 +28,7 @@ from steadyloop.cli.show import render_runs, render_transcript, transcript_json
 from steadyloop.errors import LimitExceeded, SteadyloopError
 from steadyloop.events import Event, RunStarted
 from steadyloop.limits import Limits
+from steadyloop.output import as_json as as_json_value
 from steadyloop.result import RunResult
 
 __all__ = ["cli"]
@@ -86,11 +87,19 @@ def cli() -> None:
     show_default=True,
     help="characters of each tool result the model reads",
 )
+@click.option(
+    "--output",
+    "output",
+    metavar="FILE.py:NAME",
+    help="the answer's type (a pydantic model, dataclass, ...) defined in FILE.py; the answer "
+    "is printed as JSON",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--no-log", is_flag=True, help="do not write the run log")
 def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url: tuple[str, ...],
         model: str | None, instructions: str | None, max_turns: int, max_context_tokens: int,
-        max_tool_output: int, as_json: bool, no_log: bool) -> None:  # fmt: skip
+        max_tool_output: int, output: str | None, as_json: bool,
+        no_log: bool) -> None:  # fmt: skip
     """Run an agent on PROMPT ('-' reads it from stdin) and print its answer."""
     if prompt == "-":
         prompt = _read_stdin().strip()
@@ -107,6 +116,7 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
             limits=Limits(max_turns=max_turns, max_context_tokens=max_context_tokens),
             max_tool_output=max_tool_output,
             store=None if no_log else open_store(),
+            output=output,
         )
     )
     _run_to_exit(agent, lambda notify: agent.run(prompt, on_event=notify), as_json)
@@ -243,8 +253,8 @@ def _valid_text(text: str) -> str:
 
 
 def _run_to_exit(
-    agent: Agent,
-    runner: Callable[[Callable[[Event], None]], Awaitable[RunResult]],
+    agent: Agent[Any],
+    runner: Callable[[Callable[[Event], None]], Awaitable[RunResult[Any]]],
     as_json: bool,
     run_id: str | None = None,
 ) -> NoReturn:
@@ -252,7 +262,7 @@ def _run_to_exit(
     run ended."""
     seen: list[str] = [run_id] if run_id else []
 
-    async def go() -> RunResult:
+    async def go() -> RunResult[Any]:
         try:
             with _sigterm_cancels_this_task(), make_view() as view:
 
@@ -299,15 +309,20 @@ def _sigterm_cancels_this_task() -> Iterator[None]:
         loop.remove_signal_handler(signal.SIGTERM)
 
 
-def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = None) -> None:
-    """The answer on stdout (as JSON with `--json`); a limit stop once on stderr either way."""
+def _print_answer(result: RunResult[Any], *, as_json: bool, stopped: str | None = None) -> None:
+    """The answer on stdout (as JSON with `--json`, or when it is typed); a limit stop once on
+    stderr either way."""
     if stopped:
         click.echo(f"stopped: {stopped}", err=True)
+    output = as_json_value(result.output)
+    if not isinstance(output, str) and output is not None and not as_json:
+        click.echo(json.dumps(output, ensure_ascii=False))
+        return
     if as_json:
         click.echo(
             json.dumps(
                 {
-                    "output": result.output,
+                    "output": output,
                     "stop_reason": result.stop_reason,
                     "usage": result.usage.to_dict(),
                     "run_id": result.run_id,
@@ -317,5 +332,5 @@ def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = Non
             )
         )
         return
-    if result.output:
-        click.echo(result.output)
+    if output:
+        click.echo(output)

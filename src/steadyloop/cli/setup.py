@@ -59,10 +59,23 @@ def build_agent(
     limits: Limits | None = None,
     max_tool_output: int = 8_000,
     store: RunStore | None = None,
-) -> Agent:
-    """The agent a command line describes; its tool files and servers are logged with each run
-    so that `resume` and `replay` can rebuild it."""
+    output: str | None = None,
+) -> Agent[Any]:
+    """The agent a command line describes; its tool files, servers and answer type
+    (`FILE.py:NAME`) are logged with each run so that `resume` and `replay` can rebuild it."""
     tools: list[Tool | Toolset] = [*load_tools(tool_files), *mcp_servers(mcp, mcp_url)]
+    metadata: dict[str, Any] = {
+        "tool_files": [str(Path(f).resolve()) for f in tool_files],
+        "mcp": list(mcp),
+        "mcp_url": list(mcp_url),
+    }
+    output_type = None
+    if output is not None:
+        from steadyloop.toolfile import load_from_file
+
+        output_type = load_from_file(output)
+        path, _, name = output.rpartition(":")
+        metadata["output"] = f"{Path(path).resolve()}:{name}"
     return Agent(
         model,
         tools=tools,
@@ -70,17 +83,14 @@ def build_agent(
         limits=limits,
         max_tool_output=max_tool_output,
         store=store,
-        metadata={
-            "tool_files": [str(Path(f).resolve()) for f in tool_files],
-            "mcp": list(mcp),
-            "mcp_url": list(mcp_url),
-        },
+        metadata=metadata,
+        output=output_type,
     )
 
 
 def agent_from_config(
     config: Mapping[str, Any], store: RunStore, *, model: str | None = None
-) -> Agent:
+) -> Agent[Any]:
     """The agent a logged run was made with (its tool files are loaded again)."""
     return build_agent(
         model=model or config.get("model"),
@@ -91,4 +101,5 @@ def agent_from_config(
         limits=Limits(**config.get("limits", {})),
         max_tool_output=config.get("max_tool_output", 8_000),
         store=store,
+        output=config.get("output"),
     )
