@@ -14,6 +14,7 @@ EXPECTED = {
     "Message",
     "ModelError",
     "RepeatLimitExceeded",
+    "RunContext",
     "RunLogError",
     "RunResult",
     "SteadyloopError",

@@ -7,6 +7,7 @@ edit the conversation behind the model's back.
 
 from steadyloop.agent import Agent
 from steadyloop.compaction import Compaction
+from steadyloop.context import RunContext
 from steadyloop.errors import (
     ConfigError,
     ContextLimitExceeded,
@@ -47,6 +48,7 @@ __all__ = [
     "Message",
     "ModelError",
     "RepeatLimitExceeded",
+    "RunContext",
     "RunLogError",
     "RunResult",
     "SteadyloopError",

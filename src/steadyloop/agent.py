@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from steadyloop.compaction import Compaction
+from steadyloop.context import Instructions
 from steadyloop.dispatch import Dispatcher
 from steadyloop.effects import Effects, nest
 from steadyloop.errors import ConfigError, LimitExceeded
@@ -40,7 +41,8 @@ class Agent(Generic[OutputT]):
         model: a `Model`, or a spec string such as "openai:gpt-4.1-mini" or "test"
             (None: the `STEADYLOOP_MODEL` environment variable).
         tools: `@tool` objects, plain functions, and toolsets such as MCP servers.
-        instructions: the system prompt.
+        instructions: the system prompt, or `fn(ctx: RunContext) -> str` (sync or async) that
+            makes it at the start of each run (the text it makes is logged with the run).
         limits: turn, context-token and repeat limits, checked before each model call.
         max_tool_output: characters of each tool result the model reads (head and tail kept).
         tool_timeout: seconds a tool call may take unless the tool sets its own `timeout`.
@@ -72,7 +74,7 @@ class Agent(Generic[OutputT]):
         model: Model | str | None = None,
         *,
         tools: Iterable[Tool | Toolset | Callable[..., Any]] = (),
-        instructions: str | None = None,
+        instructions: Instructions | None = None,
         limits: Limits | None = None,
         max_tool_output: int = 8_000,
         tool_timeout: float = 120.0,
@@ -122,17 +124,17 @@ class Agent(Generic[OutputT]):
     @overload
     async def run(
         self, prompt: str, *, history: Sequence[Message] = (), output: None = None,
-        on_event: OnEvent | None = None,
+        deps: Any = None, on_event: OnEvent | None = None,
     ) -> RunResult[OutputT]: ...
     @overload
     async def run(
         self, prompt: str, *, history: Sequence[Message] = (), output: type[T],
-        on_event: OnEvent | None = None,
+        deps: Any = None, on_event: OnEvent | None = None,
     ) -> RunResult[T]: ...
     @overload
     async def run(
         self, prompt: str, *, history: Sequence[Message] = (), output: Any,
-        on_event: OnEvent | None = None,
+        deps: Any = None, on_event: OnEvent | None = None,
     ) -> RunResult[Any]: ...
     # fmt: on
     async def run(
@@ -141,33 +143,42 @@ class Agent(Generic[OutputT]):
         *,
         history: Sequence[Message] = (),
         output: Any = None,
+        deps: Any = None,
         on_event: OnEvent | None = None,
     ) -> RunResult[Any]:
         """Runs until the model answers; raises `LimitExceeded` (with `.result`) at a limit.
 
-        `output` is this run's answer type (default: the agent's). `on_event` is called with
-        each event as it happens (as `stream` yields them).
+        `output` is this run's answer type (default: the agent's); `deps` reaches tools that
+        take a `RunContext` as `ctx.deps` (never logged). `on_event` is called with each event
+        as it happens (as `stream` yields them).
         """
-        return await self._start(prompt, history, on_event, output)
+        return await self._start(prompt, history, on_event, output, deps)
 
     async def resume(
-        self, run_id: str, *, on_event: Callable[[Event], None] | None = None
+        self,
+        run_id: str,
+        *,
+        deps: Any = None,
+        output: Any = None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> RunResult[Any]:
         """Continues a logged run that was killed, interrupted or failed, from its log.
 
         Calls that finished are not run again; unfinished ones are run again if their tool is
-        `idempotent`, otherwise answered with an error saying they were interrupted.
+        `idempotent`, otherwise answered with an error saying they were interrupted. `deps`
+        and `output` are given again, as to `run` (they are not logged).
         """
         from steadyloop.resume import resume_point
 
         store = self._require_store("resume")
         run_id = await asyncio.to_thread(lambda: store.run(run_id).id)
+        answer = self._answers.for_run(output)
         store.claim(run_id)
         try:
             point = await asyncio.to_thread(resume_point, store, run_id)
             run = Run(
                 self,
-                await self._dispatcher_for_run(),
+                await self._dispatcher_for_run(answer),
                 None,
                 point.messages,
                 _fan_out(self._recorder(store, run_id), on_event),
@@ -177,6 +188,8 @@ class Agent(Generic[OutputT]):
                 turns_used=point.turns_used,
                 usage=point.usage,
                 recovered=point.recovered,
+                answer=answer,
+                deps=deps,
             )
             store.mark(run_id, "running")
         except BaseException:
@@ -190,6 +203,7 @@ class Agent(Generic[OutputT]):
         history: Sequence[Message],
         stream_to: Callable[[Event], None] | None,
         output: Any,
+        deps: Any,
     ) -> RunResult[Any]:
         answer = self._answers.for_run(output)
         dispatcher = await self._dispatcher_for_run(answer)
@@ -206,7 +220,7 @@ class Agent(Generic[OutputT]):
             commit = self._committer(store, run_id)
         run = Run(
             self, dispatcher, prompt, history, notify, streaming=stream_to is not None,
-            run_id=run_id, commit=commit, answer=answer,
+            run_id=run_id, commit=commit, answer=answer, deps=deps,
         )  # fmt: skip
         return await _logged(run, store)
 
@@ -224,29 +238,35 @@ class Agent(Generic[OutputT]):
     # fmt: off
     @overload
     def run_sync(
-        self, prompt: str, *, history: Sequence[Message] = (), output: None = None
+        self, prompt: str, *, history: Sequence[Message] = (), output: None = None,
+        deps: Any = None,
     ) -> RunResult[OutputT]: ...
     @overload
     def run_sync(
-        self, prompt: str, *, history: Sequence[Message] = (), output: type[T]
+        self, prompt: str, *, history: Sequence[Message] = (), output: type[T], deps: Any = None
     ) -> RunResult[T]: ...
     @overload
     def run_sync(
-        self, prompt: str, *, history: Sequence[Message] = (), output: Any
+        self, prompt: str, *, history: Sequence[Message] = (), output: Any, deps: Any = None
     ) -> RunResult[Any]: ...
     # fmt: on
     def run_sync(
-        self, prompt: str, *, history: Sequence[Message] = (), output: Any = None
+        self, prompt: str, *, history: Sequence[Message] = (), output: Any = None, deps: Any = None
     ) -> RunResult[Any]:
         """`run` for code without a running event loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt, history=history, output=output))
+            return asyncio.run(self.run(prompt, history=history, output=output, deps=deps))
         raise RuntimeError("run_sync() was called inside a running event loop: await run()")
 
     async def stream(
-        self, prompt: str, *, history: Sequence[Message] = (), output: Any = None
+        self,
+        prompt: str,
+        *,
+        history: Sequence[Message] = (),
+        output: Any = None,
+        deps: Any = None,
     ) -> AsyncIterator[Event]:
         """Runs like `run`, yielding each event as it happens; the last is `RunFinished`.
 
@@ -254,7 +274,7 @@ class Agent(Generic[OutputT]):
         have been yielded. Leaving the loop early cancels the run.
         """
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        task = asyncio.create_task(self._start(prompt, history, queue.put_nowait, output))
+        task = asyncio.create_task(self._start(prompt, history, queue.put_nowait, output, deps))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -297,7 +317,8 @@ class Agent(Generic[OutputT]):
         limits = self.limits
         return {
             "model": self.model.name,
-            "instructions": self.instructions,
+            # callable instructions: the text each run made is logged with it instead
+            "instructions": self.instructions if not callable(self.instructions) else None,
             "limits": {
                 "max_turns": limits.max_turns,
                 "max_context_tokens": limits.max_context_tokens,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from steadyloop.deadline import DeadlinePassed, await_with_deadline, run_in_thread
-from steadyloop.effects import Effects, ToolInvocation
+from steadyloop.effects import Effects, ToolInvocation, nest
 from steadyloop.errors import FatalToolError, ToolError
 from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
 from steadyloop.messages import ToolCall, ToolResult
@@ -83,6 +83,7 @@ class Dispatcher:
     ) -> None:
         self._tools = tools
         self._effects = effects
+        self._settings = (tool_timeout, max_output, backoff, executor)
         self.tools = tuple(tools.values())
         self._timeout = tool_timeout
         self._max_output = max_output
@@ -91,6 +92,20 @@ class Dispatcher:
         self._available = ", ".join(sorted(tools)) or "(none)"
         # Tasks of async tools that ignored being cancelled at their deadline, until they end.
         self._lingering: set[asyncio.Task[None]] = set()
+
+    def around(self, inner: Effects) -> Dispatcher:
+        """A dispatcher for the same tools whose calls also go through `inner` (innermost,
+        right around each call): the hooks of one run."""
+        timeout, max_output, backoff, executor = self._settings
+        effects = inner if self._effects is None else nest([self._effects, inner])
+        return Dispatcher(
+            self._tools,
+            tool_timeout=timeout,
+            max_output=max_output,
+            backoff=backoff,
+            executor=executor,
+            effects=effects,
+        )
 
     async def run(
         self,

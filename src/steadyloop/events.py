@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Compacted",
     "Event",
+    "InstructionsMade",
     "LimitReached",
     "MessageAdded",
     "ModelRequestStarted",
@@ -36,6 +37,13 @@ class RunStarted:
     model: str
     prompt: str
     history: int
+
+
+@dataclass(frozen=True, slots=True)
+class InstructionsMade:
+    """Callable instructions produced this run's system prompt, `text` (logged with the run)."""
+
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +148,7 @@ class RunFinished:
 
 Event: TypeAlias = (
     RunStarted
+    | InstructionsMade
     | ModelRequestStarted
     | ModelRetry
     | TextDelta

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from steadyloop.effects import ModelCall
+from steadyloop.context import RunContext, ToolContext, check_deps, make_instructions
+from steadyloop.effects import ModelCall, ToolInvocation
 from steadyloop.errors import (
     ContextLimitExceeded,
     ContextWindowExceeded,
@@ -23,6 +24,7 @@ from steadyloop.errors import (
 from steadyloop.events import (
     Compacted,
     Event,
+    InstructionsMade,
     LimitReached,
     MessageAdded,
     ModelRequestStarted,
@@ -74,13 +76,18 @@ class Run:
         usage: Usage | None = None,
         recovered: Mapping[str, ToolResult] | None = None,
         answer: FinalAnswer | None = None,
+        deps: Any = None,
     ) -> None:
         """`prompt` None resumes: the history is this run's own log, `turns_used` its model
         calls and `usage` so far, and `recovered` the results of calls that finished before it
         stopped. `commit` makes what was recorded so far durable (the run log's write-ahead
         points). `answer` is the `final_answer` tool of a run with a typed answer (one of the
-        dispatcher's tools)."""
+        dispatcher's tools); `deps` what the run's `RunContext` carries."""
         self.agent = agent
+        self.deps = deps
+        check_deps(dispatcher.tools, deps)
+        if any(tool.context_types for tool in dispatcher.tools):
+            dispatcher = dispatcher.around(ToolContext(self._tool_context))
         self.dispatcher = dispatcher
         self.prompt = prompt
         self.notify = notify
@@ -94,7 +101,8 @@ class Run:
         self.usage = usage if usage is not None else Usage()
         self.guard = RepeatGuard(agent.limits.max_repeats)
         self.specs = tuple(tool.spec for tool in dispatcher.tools)
-        self.fixed_tokens = estimate_fixed_tokens(agent.instructions, self.specs)
+        self.instructions = agent.instructions if not callable(agent.instructions) else None
+        self.fixed_tokens = estimate_fixed_tokens(self.instructions, self.specs)
         self.stop_reason = "end_turn"
         self.answer = answer
 
@@ -107,6 +115,8 @@ class Run:
         await self._answer_unanswered_calls()
         if prompt is not None:
             self._append(UserMessage(prompt))
+        if callable(self.agent.instructions):
+            await self._make_instructions()
         while True:
             await self._check_limits()
             await self._commit()  # every result is logged before the model reads it
@@ -140,6 +150,13 @@ class Run:
 
     # -- steps -------------------------------------------------------------------------------
 
+    async def _make_instructions(self) -> None:
+        """Callable instructions make this run's system prompt, once; the text is logged."""
+        text = await make_instructions(self.agent.instructions, self.context())
+        self.instructions = text
+        self.fixed_tokens = estimate_fixed_tokens(text, self.specs)
+        self._emit(InstructionsMade(text or ""))
+
     async def _check_limits(self) -> None:
         limits = self.agent.limits
         if self.turns >= limits.max_turns:
@@ -171,7 +188,7 @@ class Run:
         return self.transcript.with_unique_call_ids(reply)
 
     async def _request_with_retries(self) -> AssistantMessage:
-        request = ModelRequest(self.agent.instructions, self.transcript.view(), self.specs)
+        request = ModelRequest(self.instructions, self.transcript.view(), self.specs)
         self._emit(
             ModelRequestStarted(
                 self.turns,
@@ -262,6 +279,15 @@ class Run:
         return True
 
     # -- bookkeeping -------------------------------------------------------------------------
+
+    def context(self, call_id: str | None = None, turn: int | None = None) -> RunContext[Any]:
+        """The run as a tool call (or an approver, or instructions) sees it now."""
+        turn = self.turns if turn is None else turn
+        usage, messages = self.usage, self.transcript.entries
+        return RunContext(self.deps, self.run_id, turn, call_id, usage, messages)
+
+    def _tool_context(self, invocation: ToolInvocation) -> RunContext[Any]:
+        return self.context(invocation.call.id, invocation.turn)
 
     async def _answer_unanswered_calls(self) -> None:
         """Answers the calls of the last reply that have no result, so the history stays valid.

@@ -19,6 +19,7 @@ from typing import Any
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
+from steadyloop.context import context_type
 from steadyloop.errors import ConfigError
 from steadyloop.tools import NO_DESCRIPTION
 
@@ -29,20 +30,21 @@ _PREVIEW = 80
 
 def describe_function(
     fn: Callable[..., Any], name: str, description: str | None
-) -> tuple[type[BaseModel], Any]:
-    """Returns the validation model for `fn`'s parameters and the `ToolSpec` the model sees."""
+) -> tuple[type[BaseModel], Any, dict[str, Any]]:
+    """Returns the validation model for `fn`'s parameters, the `ToolSpec` the model sees, and
+    the parameters annotated `RunContext[X]` (left out of both) with their deps type `X`."""
     from steadyloop.tools import ToolSpec
 
     if not name:
         raise ConfigError(f"cannot name a tool for {fn!r}: pass name=...")
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
     param_docs = {p.arg_name: p.description for p in doc.params if p.description}
-    model = _arguments_model(fn, name, param_docs)
+    model, context = _arguments_model(fn, name, param_docs)
     schema = _parameters_schema(model.model_json_schema, f"tool {name!r}: its parameters")
     text = description if description is not None else _description_from(doc)
     if not text.strip():
         text = f"{name} {NO_DESCRIPTION}"
-    return model, ToolSpec(name=name, description=text, parameters=schema)
+    return model, ToolSpec(name=name, description=text, parameters=schema), context
 
 
 def describe_output(
@@ -105,13 +107,20 @@ def _description_from(doc: docstring_parser.Docstring) -> str:
 
 def _arguments_model(
     fn: Callable[..., Any], name: str, param_docs: dict[str, str]
-) -> type[BaseModel]:
+) -> tuple[type[BaseModel], dict[str, Any]]:
     try:
         signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"tool {name!r}: cannot read the signature of {fn!r}: {exc}") from exc
+    try:
         hints = _type_hints(fn)
     except (TypeError, ValueError, NameError) as exc:
-        raise ConfigError(f"tool {name!r}: cannot read the signature of {fn!r}: {exc}") from exc
+        raise ConfigError(
+            f"tool {name!r}: cannot resolve its annotations ({exc}); define the types they "
+            "name at module level, where the function's module can find them"
+        ) from exc
     fields: dict[str, Any] = {}
+    context: dict[str, Any] = {}
     for index, (param_name, param) in enumerate(signature.parameters.items()):
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ConfigError(
@@ -124,6 +133,10 @@ def _arguments_model(
                 "with keyword arguments"
             )
         annotation = hints.get(param_name, Any)
+        is_context, deps = context_type(annotation)
+        if is_context:  # filled in when the tool runs; the model never sees it
+            context[param_name] = deps
+            continue
         default = ... if param.default is param.empty else param.default
         # Fields get neutral names with the parameter name as alias, so a parameter called
         # `schema` or `model_config` cannot clash with BaseModel's own attributes.
@@ -136,7 +149,7 @@ def _arguments_model(
             else Field(default, alias=param_name)
         )
         fields[f"p{index}"] = (annotation, info)
-    return _model(name, fields)
+    return _model(name, fields), context
 
 
 def _model(name: str, fields: dict[str, Any]) -> type[BaseModel]:

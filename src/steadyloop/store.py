@@ -26,6 +26,7 @@ from steadyloop.errors import ConfigError, RunLogError
 from steadyloop.events import (
     Compacted,
     Event,
+    InstructionsMade,
     LimitReached,
     MessageAdded,
     ModelRequestStarted,
@@ -631,6 +632,8 @@ def _row(event: Event) -> tuple[str, Mapping[str, Any]]:
         }
     if isinstance(event, LimitReached):
         return "limit", {"reason": event.reason, "message": event.message}
+    if isinstance(event, InstructionsMade):
+        return "instructions", {"text": event.text}
     if isinstance(event, RunFinished):
         return "finished", {
             "stop_reason": event.result.stop_reason,

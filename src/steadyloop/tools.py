@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
+from steadyloop.context import current_context
 from steadyloop.errors import ConfigError
 from steadyloop.messages import Image
 
@@ -76,6 +77,8 @@ class Tool:
     `retries` extra attempts for exceptions in `retry_on`; `max_output` characters the model
     reads (None: the agent's `max_tool_output`); `sequential` calls never overlap each other;
     `idempotent` calls may be run again when a resumed run finds them unfinished.
+    `context_types` maps each parameter filled in with the run's `RunContext` to the deps type
+    it expects.
     """
 
     def __init__(
@@ -104,6 +107,7 @@ class Tool:
         self.max_output = max_output
         self.sequential = sequential
         self.idempotent = idempotent
+        self.context_types: Mapping[str, Any] = {}
 
     @property
     def name(self) -> str:
@@ -160,7 +164,11 @@ def render_value(value: Any) -> str:
 
 
 class FunctionTool(Tool):
-    """A Python function as a tool. Calling the object calls the function unchanged."""
+    """A Python function as a tool. Calling the object calls the function unchanged.
+
+    Parameters annotated `RunContext[...]`, wherever they stand, are not shown to the model:
+    `bind` fills them in with the context of the call being answered.
+    """
 
     def __init__(
         self,
@@ -178,7 +186,7 @@ class FunctionTool(Tool):
         from steadyloop.schema import describe_function
 
         tool_name = name or str(getattr(fn, "__name__", ""))
-        model, spec = describe_function(fn, tool_name, description)
+        model, spec, context_types = describe_function(fn, tool_name, description)
         super().__init__(
             spec,
             timeout=timeout,
@@ -189,6 +197,7 @@ class FunctionTool(Tool):
             idempotent=idempotent,
         )
         self.fn = fn
+        self.context_types = context_types
         self._model: type[BaseModel] = model
         self._is_async = inspect.iscoroutinefunction(fn)
         from pydantic import ValidationError
@@ -208,6 +217,9 @@ class FunctionTool(Tool):
 
             raise ArgumentsError(describe_validation_error(self.name, exc)) from None
         kwargs = {param: values[field] for field, param in self._renames}
+        if self.context_types:
+            context = current_context()
+            kwargs.update((param, context) for param in self.context_types)
         return BoundCall(self.fn, kwargs, self._is_async)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -64,6 +64,8 @@ def _transcript_lines(store: RunStore, info: RunInfo, *, full: bool) -> Iterator
             yield f"  ↻ model call failed ({data['error']}); attempt {data['attempt']}"
         elif event.kind == "limit":
             yield f"\n■ stopped: {data['message']}"
+        elif event.kind == "instructions":
+            yield f"instructions: {data['text']}"
         elif event.kind == "message":
             message = message_from_dict(data["message"])
             if data["index"] == info.history and info.history:
