@@ -196,9 +196,9 @@ async def test_the_made_instructions_are_logged_and_deps_never_are(tmp_path: Pat
     assert any(isinstance(e, InstructionsMade) for e in events)
     assert store.run(result.run_id).config["instructions"] is None
     store.close()
-    logged = b"".join(f.read_bytes() for f in tmp_path.iterdir())  # noqa: ASYNC240
-    assert b"gold" in logged  # the instructions made from the deps are
-    assert b"hunter2-deps-secret" not in logged  # the deps themselves are not
+    files = b"".join(f.read_bytes() for f in tmp_path.iterdir())  # noqa: ASYNC240
+    assert b"gold" in files  # the instructions made from the deps are
+    assert b"hunter2-deps-secret" not in files  # the deps themselves are not
 
 
 async def test_stream_run_sync_and_resume_take_deps(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ edit the conversation behind the model's back.
 """
 
 from steadyloop.agent import Agent
+from steadyloop.approvals import Approve, Defer, Deny, Edit, PendingCall
 from steadyloop.compaction import Compaction
 from steadyloop.context import RunContext
 from steadyloop.errors import (
@@ -37,16 +38,21 @@ from steadyloop.truncate import truncate
 
 __all__ = [
     "Agent",
+    "Approve",
     "AssistantMessage",
     "Compaction",
     "ConfigError",
     "ContextLimitExceeded",
     "ContextWindowExceeded",
+    "Defer",
+    "Deny",
+    "Edit",
     "FatalToolError",
     "LimitExceeded",
     "Limits",
     "Message",
     "ModelError",
+    "PendingCall",
     "RepeatLimitExceeded",
     "RunContext",
     "RunLogError",

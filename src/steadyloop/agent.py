@@ -10,6 +10,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
+from steadyloop.approvals import Approver, Decisions
 from steadyloop.compaction import Compaction
 from steadyloop.context import Instructions
 from steadyloop.dispatch import Dispatcher
@@ -26,6 +27,7 @@ from steadyloop.retry import Backoff
 from steadyloop.tools import Tool, Toolset, as_tool
 
 if TYPE_CHECKING:
+    from steadyloop.resume import ResumePoint
     from steadyloop.store import RunStore
 
 __all__ = ["Agent"]
@@ -67,6 +69,10 @@ class Agent(Generic[OutputT]):
         output_check: `fn(value) -> value` (sync or async) run on each typed answer; it may
             raise `ToolError("...")` to send the model back to work. What it returns is the
             output.
+        approver: `fn(call: PendingCall, ctx: RunContext) -> Approve() | Deny(reason) |
+            Edit(arguments) | Defer()` (sync or async) decides each call of a gated tool
+            (`@tool(approve=...)`); without one every such call is deferred: the run pauses
+            with `stop_reason="approval"` and `result.pending`, and `resume` continues it.
     """
 
     def __init__(
@@ -88,6 +94,7 @@ class Agent(Generic[OutputT]):
         metadata: Mapping[str, Any] | None = None,
         output: type[OutputT] | None = None,
         output_check: OutputCheck | None = None,
+        approver: Approver | None = None,
     ) -> None:
         if max_tool_output < 0:
             raise ConfigError(f"max_tool_output must be >= 0, got {max_tool_output}")
@@ -109,6 +116,7 @@ class Agent(Generic[OutputT]):
         self.metadata = dict(metadata or {})
         self.durability = durability
         self.effects = nest(effects)
+        self.approver = approver
         self._store = store
         self._owns_store = not _is_store(store)
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
@@ -154,48 +162,81 @@ class Agent(Generic[OutputT]):
         """
         return await self._start(prompt, history, on_event, output, deps)
 
+    # fmt: off
+    @overload
+    async def resume(
+        self, run: str | RunResult[Any], *, decisions: Decisions | None = None, deps: Any = None,
+        output: None = None, on_event: OnEvent | None = None,
+    ) -> RunResult[OutputT]: ...
+    @overload
+    async def resume(
+        self, run: str | RunResult[Any], *, decisions: Decisions | None = None, deps: Any = None,
+        output: type[T], on_event: OnEvent | None = None,
+    ) -> RunResult[T]: ...
+    @overload
+    async def resume(
+        self, run: str | RunResult[Any], *, decisions: Decisions | None = None, deps: Any = None,
+        output: Any, on_event: OnEvent | None = None,
+    ) -> RunResult[Any]: ...
+    # fmt: on
     async def resume(
         self,
-        run_id: str,
+        run: str | RunResult[Any],
         *,
+        decisions: Decisions | None = None,
         deps: Any = None,
         output: Any = None,
-        on_event: Callable[[Event], None] | None = None,
+        on_event: OnEvent | None = None,
     ) -> RunResult[Any]:
-        """Continues a logged run that was killed, interrupted or failed, from its log.
+        """Continues a run: one paused for approval, or one killed, interrupted or failed.
 
-        Calls that finished are not run again; unfinished ones are run again if their tool is
-        `idempotent`, otherwise answered with an error saying they were interrupted. `deps`
-        and `output` are given again, as to `run` (they are not logged).
+        `run` is a run id (or a unique prefix; needs the run log) or a paused `RunResult`
+        (works without a log). A paused run needs `decisions`, one per waiting call, keyed by
+        call id or by the `PendingCall` itself: `Approve()`, `Deny(reason)` or
+        `Edit(arguments)`; a decision made for other arguments, or a run not waiting, is a
+        `ConfigError` and nothing runs. Calls that finished are not run again; other
+        unfinished ones are run again if their tool is `idempotent`, otherwise answered with
+        an error saying they were interrupted. `deps` and `output` are given again, as to
+        `run` (they are not logged).
         """
-        from steadyloop.resume import resume_point
+        from steadyloop.resume import paused_point, resume_point
 
+        if isinstance(run, RunResult) and (run.run_id is None or self.store is None):
+            point = paused_point(run, decisions)
+            return await (await self._resumed(point, None, on_event, output, deps)).execute()
         store = self._require_store("resume")
-        run_id = await asyncio.to_thread(lambda: store.run(run_id).id)
-        answer = self._answers.for_run(output)
+        name = run if isinstance(run, str) else str(run.run_id)
+        run_id = await asyncio.to_thread(lambda: store.run(name).id)
         store.claim(run_id)
         try:
-            point = await asyncio.to_thread(resume_point, store, run_id)
-            run = Run(
-                self,
-                await self._dispatcher_for_run(answer),
-                None,
-                point.messages,
-                _fan_out(self._recorder(store, run_id), on_event),
-                streaming=on_event is not None,
-                run_id=run_id,
-                commit=self._committer(store, run_id),
-                turns_used=point.turns_used,
-                usage=point.usage,
-                recovered=point.recovered,
-                answer=answer,
-                deps=deps,
-            )
+            point = await asyncio.to_thread(resume_point, store, run_id, decisions)
+            resumed = await self._resumed(point, store, on_event, output, deps)
             store.mark(run_id, "running")
         except BaseException:
             store.release(run_id)
             raise
-        return await _logged(run, store)
+        return await _logged(resumed, store)
+
+    async def _resumed(
+        self,
+        point: ResumePoint,
+        store: RunStore | None,
+        on_event: OnEvent | None,
+        output: Any,
+        deps: Any,
+    ) -> Run:
+        """The run that continues from `point` (logged to `store` when there is one)."""
+        answer = self._answers.for_run(output)
+        notify, commit = on_event, None
+        if store is not None and point.run_id is not None:
+            notify = _fan_out(self._recorder(store, point.run_id), on_event)
+            commit = self._committer(store, point.run_id)
+        return Run(
+            self, await self._dispatcher_for_run(answer), None, point.messages, notify,
+            streaming=on_event is not None, run_id=point.run_id, commit=commit,
+            turns_used=point.turns_used, usage=point.usage, recovered=point.recovered,
+            answer=answer, deps=deps, decisions=point.decisions,
+        )  # fmt: skip
 
     async def _start(
         self,
@@ -382,6 +423,8 @@ async def _logged(run: Run, store: RunStore | None) -> RunResult[Any]:
     run_id = run.run_id
     try:
         result = await run.execute()
+        if result.stop_reason == "approval":
+            store.mark(run_id, "paused", usage=run.usage)
     except LimitExceeded:
         await asyncio.to_thread(store.flush)
         raise

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from steadyloop.effects import Effects, ToolInvocation
+from steadyloop.effects import Effects, Proceed, ToolInvocation
 from steadyloop.errors import ConfigError
 from steadyloop.messages import Message, Usage
 
@@ -76,9 +76,7 @@ class ToolContext(Effects):
     def __init__(self, make: Callable[[ToolInvocation], RunContext[Any]]) -> None:
         self._make = make
 
-    async def tool_call(
-        self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
-    ) -> ToolCallFinished:
+    async def tool_call(self, call: ToolInvocation, proceed: Proceed) -> ToolCallFinished:
         token = _CURRENT.set(self._make(call))
         try:
             return await proceed()

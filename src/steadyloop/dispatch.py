@@ -36,6 +36,7 @@ __all__ = ["Batch", "Dispatcher", "parse_arguments"]
 logger = logging.getLogger("steadyloop.dispatch")
 
 CANCELLED_TEXT = "cancelled: the run stopped before this call finished"
+EDITED_TEXT = "the reviewer changed the arguments of this call to {arguments}; with them:\n"
 _RAW_PREVIEW = 200
 
 
@@ -93,18 +94,18 @@ class Dispatcher:
         # Tasks of async tools that ignored being cancelled at their deadline, until they end.
         self._lingering: set[asyncio.Task[None]] = set()
 
-    def around(self, inner: Effects) -> Dispatcher:
+    def around(self, inner: Sequence[Effects]) -> Dispatcher:
         """A dispatcher for the same tools whose calls also go through `inner` (innermost,
-        right around each call): the hooks of one run."""
+        right around each call; the first outermost): the hooks of one run."""
         timeout, max_output, backoff, executor = self._settings
-        effects = inner if self._effects is None else nest([self._effects, inner])
+        outer = [] if self._effects is None else [self._effects]
         return Dispatcher(
             self._tools,
             tool_timeout=timeout,
             max_output=max_output,
             backoff=backoff,
             executor=executor,
-            effects=effects,
+            effects=nest([*outer, *inner]),
         )
 
     async def run(
@@ -170,7 +171,9 @@ class Dispatcher:
         call: ToolCall,
         locks: dict[str, asyncio.Lock],
         notify: Callable[[Event], None] | None,
+        edited: Mapping[str, Any] | None = None,
     ) -> ToolCallFinished:
+        """Answers `call`; with `edited` arguments (from an effect), runs it with those."""
         if notify is not None:
             notify(ToolCallStarted(call))
         started = time.perf_counter()
@@ -181,7 +184,7 @@ class Dispatcher:
         try:
             if tool is None:
                 raise _Failure(self._unknown_tool(call.name))
-            arguments = parse_arguments(call.arguments)
+            arguments = parse_arguments(call.arguments if edited is None else edited)
             try:
                 bound = tool.bind(arguments)
             except ArgumentsError as exc:
@@ -205,6 +208,8 @@ class Dispatcher:
             if notify is not None:
                 notify(outcome)
             raise _Stop(exc, outcome) from None
+        if edited is not None:
+            text = EDITED_TEXT.format(arguments=json.dumps(dict(edited), default=str)) + text
         outcome = self._finish(call, tool, text, is_error, images, started, attempts)
         if notify is not None:
             notify(outcome)

@@ -4,6 +4,7 @@ happened in a run, in the order it happened.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from steadyloop.result import RunResult
 
 __all__ = [
+    "CallDecided",
     "Compacted",
     "Event",
     "InstructionsMade",
@@ -123,6 +125,19 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class CallDecided:
+    """A gated call was decided: `decision` is "approved", "denied", "edited" or "deferred"
+    (waiting for `resume`). `arguments` are the model's; `reason` says why a call was denied,
+    `edited` holds the arguments it ran with instead."""
+
+    call: ToolCall
+    decision: str
+    arguments: Mapping[str, Any]
+    reason: str = ""
+    edited: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Compacted:
     """Compaction appended `summary`; the context went from `tokens_before` to `tokens_after`."""
 
@@ -156,6 +171,7 @@ Event: TypeAlias = (
     | MessageAdded
     | ToolCallStarted
     | ToolCallFinished
+    | CallDecided
     | Compacted
     | LimitReached
     | RunFinished

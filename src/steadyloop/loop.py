@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from steadyloop.approvals import Approvals, Decision, Pause
 from steadyloop.context import RunContext, ToolContext, check_deps, make_instructions
-from steadyloop.effects import ModelCall, ToolInvocation
+from steadyloop.effects import Effects, ModelCall, ToolInvocation
 from steadyloop.errors import (
     ContextLimitExceeded,
     ContextWindowExceeded,
@@ -41,7 +42,7 @@ from steadyloop.transcript import Transcript
 
 if TYPE_CHECKING:
     from steadyloop.agent import Agent
-    from steadyloop.dispatch import Dispatcher
+    from steadyloop.dispatch import Batch, Dispatcher
     from steadyloop.output import FinalAnswer
 
 __all__ = ["Run"]
@@ -77,17 +78,27 @@ class Run:
         recovered: Mapping[str, ToolResult] | None = None,
         answer: FinalAnswer | None = None,
         deps: Any = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> None:
         """`prompt` None resumes: the history is this run's own log, `turns_used` its model
         calls and `usage` so far, and `recovered` the results of calls that finished before it
         stopped. `commit` makes what was recorded so far durable (the run log's write-ahead
         points). `answer` is the `final_answer` tool of a run with a typed answer (one of the
-        dispatcher's tools); `deps` what the run's `RunContext` carries."""
+        dispatcher's tools); `deps` what the run's `RunContext` carries; `decisions` those
+        made for the calls a paused run waits on (they are run, or denied)."""
         self.agent = agent
         self.deps = deps
         check_deps(dispatcher.tools, deps)
+        self.decisions = decisions or {}
+        self.approvals: Approvals | None = None
+        hooks: list[Effects] = []
         if any(tool.context_types for tool in dispatcher.tools):
-            dispatcher = dispatcher.around(ToolContext(self._tool_context))
+            hooks.append(ToolContext(self._tool_context))
+        if self.decisions or any(tool.approve for tool in dispatcher.tools):
+            self.approvals = Approvals(agent.approver, self.decisions, self._tool_context, notify)
+            hooks.append(self.approvals)
+        if hooks:
+            dispatcher = dispatcher.around(hooks)
         self.dispatcher = dispatcher
         self.prompt = prompt
         self.notify = notify
@@ -105,6 +116,7 @@ class Run:
         self.fixed_tokens = estimate_fixed_tokens(self.instructions, self.specs)
         self.stop_reason = "end_turn"
         self.answer = answer
+        self.pause: Pause | None = None
 
     async def execute(self) -> RunResult[Any]:
         """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
@@ -112,7 +124,8 @@ class Run:
         self._emit(
             RunStarted(self.run_id, self.agent.model.name, prompt or "", self.history_length)
         )
-        await self._answer_unanswered_calls()
+        if await self._answer_unanswered_calls():
+            return self._finish()
         if prompt is not None:
             self._append(UserMessage(prompt))
         if callable(self.agent.instructions):
@@ -130,8 +143,7 @@ class Run:
                     self.stop_reason = "max_tokens"
                 return self._finish()
             await self._commit()  # the reply is logged before any of its calls starts
-            await self._run_tools(reply)
-            if self.answer is not None and self.answer.accepted:
+            if await self._run_tools(reply):
                 return self._finish()
 
     def result(self) -> RunResult[Any]:
@@ -146,6 +158,8 @@ class Run:
             usage=self.usage,
             run_id=self.run_id,
             text=text,
+            pending=self.pause.pending if self.pause is not None else (),
+            _pause=self.pause,
         )
 
     # -- steps -------------------------------------------------------------------------------
@@ -232,17 +246,21 @@ class Run:
                 await close()
         raise ModelError(f"{model.name}: the stream ended without a reply", retryable=True)
 
-    async def _run_tools(self, reply: AssistantMessage) -> None:
+    async def _run_tools(self, reply: AssistantMessage) -> bool:
+        """Answers the reply's calls; True when the run ends here: with an accepted typed
+        answer, or paused until gated calls are decided."""
         if reply.stop_reason == "max_tokens":
             for call in reply.tool_calls:
                 self._append(_error_result(call, CUT_OFF_TEXT.format(name=call.name)))
-            return
+            return False
         self.usage += Usage(tool_calls=len(reply.tool_calls))
         if self.answer is not None:
             self.answer.expect(reply.tool_calls)
         batch = await self.dispatcher.run(
             reply.tool_calls, self.notify, run_id=self.run_id, turn=self.turns
         )
+        if self._paused(batch, {o.call.id: o.result for o in batch.outcomes}):
+            return True
         for outcome in batch.outcomes:
             self._append(outcome.result)
         if batch.stop is not None:
@@ -256,6 +274,19 @@ class Run:
                 f"repeat limit reached: {repeated.name} failed the same way "
                 f"{self.agent.limits.max_repeats} times in a row: {repeated.content[:200]}",
             )
+        return self.answer is not None and self.answer.accepted
+
+    def _paused(self, batch: Batch, answers: Mapping[str, ToolResult]) -> bool:
+        """Holds a turn's results back while some of its calls wait for a decision: they enter
+        the transcript together, in call order, when the run resumes."""
+        approvals = self.approvals
+        if approvals is None or not approvals.pending or batch.stop is not None:
+            return False
+        waiting = {call.call_id for call in approvals.pending}
+        held = {call_id: r for call_id, r in answers.items() if call_id not in waiting}
+        self.pause = Pause(tuple(approvals.pending), held, self.turns)
+        self.stop_reason = "approval"
+        return True
 
     async def _compact(self) -> bool:
         """Appends a summary of the older messages; False when nothing could be summarised."""
@@ -289,12 +320,14 @@ class Run:
     def _tool_context(self, invocation: ToolInvocation) -> RunContext[Any]:
         return self.context(invocation.call.id, invocation.turn)
 
-    async def _answer_unanswered_calls(self) -> None:
-        """Answers the calls of the last reply that have no result, so the history stays valid.
+    async def _answer_unanswered_calls(self) -> bool:
+        """Answers the calls of the last reply that have no result, so the history stays valid;
+        True when some of them still wait for a decision (the run pauses again).
 
         With a new prompt they are answered "not run". When resuming, a call that finished
-        before the stop gets its logged result, an idempotent one is run again, and any other is
-        answered "interrupted" rather than risk doing its effect twice.
+        before the stop gets its logged result, a decided or idempotent one is run (or
+        denied), and any other is answered "interrupted" rather than risk doing its effect
+        twice.
         """
         # Only a reply at the end (followed by nothing but results) can still be answered in
         # place; calls left open earlier in a history are paired at the wire by the adapters.
@@ -304,28 +337,37 @@ class Run:
             tail -= 1
         last = entries[tail - 1] if tail else None
         if not isinstance(last, AssistantMessage):
-            return
+            return False
         answered = {m.call_id for m in entries[tail:] if isinstance(m, ToolResult)}
         unanswered = [c for c in last.tool_calls if c.id not in answered]
         if not unanswered:
-            return
+            return False
         if self.recovered is None:
             for call in unanswered:
                 self._append(_error_result(call, UNANSWERED_TEXT))
-            return
+            return False
         tools = {t.name: t for t in self.dispatcher.tools}
         rerun = [
             c
             for c in unanswered
-            if c.id not in self.recovered and c.name in tools and tools[c.name].idempotent
+            if c.id not in self.recovered
+            and (c.id in self.decisions or (c.name in tools and tools[c.name].idempotent))
         ]
         batch = await self.dispatcher.run(rerun, self.notify, run_id=self.run_id, turn=self.turns)
         fresh = {outcome.call.id: outcome.result for outcome in batch.outcomes}
+        answers = {
+            call.id: self.recovered.get(call.id)
+            or fresh.get(call.id)
+            or _error_result(call, INTERRUPTED_TEXT.format(name=call.name))
+            for call in unanswered
+        }
+        if self._paused(batch, answers):
+            return True
         for call in unanswered:
-            result = self.recovered.get(call.id) or fresh.get(call.id)
-            self._append(result or _error_result(call, INTERRUPTED_TEXT.format(name=call.name)))
+            self._append(answers[call.id])
         if batch.stop is not None:
             raise batch.stop
+        return False
 
     async def _commit(self) -> None:
         if self.commit is not None:

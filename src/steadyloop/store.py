@@ -24,6 +24,7 @@ from typing import Any
 
 from steadyloop.errors import ConfigError, RunLogError
 from steadyloop.events import (
+    CallDecided,
     Compacted,
     Event,
     InstructionsMade,
@@ -634,6 +635,17 @@ def _row(event: Event) -> tuple[str, Mapping[str, Any]]:
         return "limit", {"reason": event.reason, "message": event.message}
     if isinstance(event, InstructionsMade):
         return "instructions", {"text": event.text}
+    if isinstance(event, CallDecided):
+        decision: dict[str, Any] = {
+            "call": event.call.to_dict(),
+            "decision": event.decision,
+            "arguments": dict(event.arguments),
+        }
+        if event.reason:
+            decision["reason"] = event.reason
+        if event.edited is not None:
+            decision["edited"] = dict(event.edited)
+        return "decision", decision
     if isinstance(event, RunFinished):
         return "finished", {
             "stop_reason": event.result.stop_reason,

@@ -37,6 +37,9 @@ NO_OUTPUT_TEXT = "(the tool returned no output)"
 NO_DESCRIPTION = "(no description given)"
 DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
 
+# `approve=`: True gates every call; a function gates the calls whose arguments it returns True for.
+Gate = bool | Callable[[Mapping[str, Any]], bool]
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
@@ -76,7 +79,9 @@ class Tool:
     (None: the agent's `tool_timeout`);
     `retries` extra attempts for exceptions in `retry_on`; `max_output` characters the model
     reads (None: the agent's `max_tool_output`); `sequential` calls never overlap each other;
-    `idempotent` calls may be run again when a resumed run finds them unfinished.
+    `idempotent` calls may be run again when a resumed run finds them unfinished; `approve`
+    gates calls on a decision (`Agent(approver=...)`, or a paused run resumed with one):
+    True for every call, or `fn(arguments) -> bool` for some.
     `context_types` maps each parameter filled in with the run's `RunContext` to the deps type
     it expects.
     """
@@ -91,6 +96,7 @@ class Tool:
         max_output: int | None = None,
         sequential: bool = False,
         idempotent: bool = False,
+        approve: Gate = False,
     ) -> None:
         if not spec.name:
             raise ConfigError("a tool needs a non-empty name")
@@ -107,6 +113,7 @@ class Tool:
         self.max_output = max_output
         self.sequential = sequential
         self.idempotent = idempotent
+        self.approve = approve
         self.context_types: Mapping[str, Any] = {}
 
     @property
@@ -128,6 +135,11 @@ class Tool:
     def render(self, value: Any) -> ToolOutput:
         """Turns what the call returned into text for the model."""
         return ToolOutput(render_value(value))
+
+    def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether a call with these (valid) arguments waits for a decision before it runs."""
+        approve = self.approve
+        return approve(arguments) if callable(approve) else approve
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -182,6 +194,7 @@ class FunctionTool(Tool):
         max_output: int | None = None,
         sequential: bool = False,
         idempotent: bool = False,
+        approve: Gate = False,
     ) -> None:
         from steadyloop.schema import describe_function
 
@@ -195,6 +208,7 @@ class FunctionTool(Tool):
             max_output=max_output,
             sequential=sequential,
             idempotent=idempotent,
+            approve=approve,
         )
         self.fn = fn
         self.context_types = context_types
@@ -241,6 +255,7 @@ def tool(
     max_output: int | None = None,
     sequential: bool = False,
     idempotent: bool = False,
+    approve: Gate = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -256,6 +271,7 @@ def tool(
     max_output: int | None = None,
     sequential: bool = False,
     idempotent: bool = False,
+    approve: Gate = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Makes a function a tool: `@tool` or `@tool(timeout=30, retries=2, ...)`.
 
@@ -270,6 +286,8 @@ def tool(
             `max_tool_output`); the rest is cut from the middle.
         sequential: calls to this tool never overlap; several in one turn run in call order.
         idempotent: safe to run again when a resumed run finds the call unfinished.
+        approve: True to have every call approved before it runs, or `fn(arguments) -> bool`
+            for the calls that need it (see `Agent(approver=...)` and `Agent.resume`).
     """
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
@@ -283,6 +301,7 @@ def tool(
             max_output=max_output,
             sequential=sequential,
             idempotent=idempotent,
+            approve=approve,
         )
 
     return wrap(fn) if fn is not None else wrap

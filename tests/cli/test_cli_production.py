@@ -77,3 +77,140 @@ def test_a_bad_output_spec_is_one_line_saying_what_to_fix(
     assert out == ""
     assert message in err
     assert err.count("\n") == 1
+
+
+GATED_TOOLS = '''
+from steadyloop import tool
+
+
+@tool(approve=True)
+def issue_refund(order_id: str, amount: float) -> str:
+    """Refunds an order; a person approves it first."""
+    with open(__file__ + ".effects", "a") as log:
+        log.write(f"refund {order_id} {amount}\\n")
+    return f"refunded {amount} on {order_id}"
+
+
+@tool
+def lookup_order(order_id: str) -> str:
+    """The order's status."""
+    return f"{order_id}: delivered"
+'''
+
+
+@pytest.fixture
+def gated(tmp_path: Path) -> Path:
+    path = tmp_path / "gated.py"
+    path.write_text(GATED_TOOLS)
+    return path
+
+
+def effects(gated: Path) -> list[str]:
+    log = Path(str(gated) + ".effects")
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_a_gated_call_pauses_with_exit_4_and_resume_approves_it(
+    capsys: pytest.CaptureFixture[str], gated: Path, home: Path
+) -> None:
+    code, out, err = run_cli(
+        capsys, "run", "--tools", str(gated), "--model", "test", "--approve", "refund A1"
+    )
+    assert code == 4  # no terminal to ask on: the run pauses
+    assert out == ""
+    assert "waiting for approval:" in err
+    assert '  call_0  issue_refund({"order_id": "example", "amount": 1.0})' in err
+    run_id = err.split("continue with: steadyloop resume ")[1].split()[0]
+    assert effects(gated) == []
+
+    code, out, err = run_cli(capsys, "resume", run_id)
+    assert code == 1
+    assert "is waiting for decisions on call_0 (issue_refund)" in err
+
+    code, out, err = run_cli(capsys, "resume", run_id, "--approve", "call_0")
+    assert code == 0, err
+    assert "issue_refund [ok]: refunded 1.0 on example" in out
+    assert effects(gated) == ["refund example 1.0"]
+
+    code, out, _ = run_cli(capsys, "show", run_id)
+    assert code == 0
+    assert "decision [call_0] issue_refund: waiting for approval" in out
+    assert "decision [call_0] issue_refund: approved" in out
+
+    code, _, err = run_cli(capsys, "resume", run_id, "--approve", "call_0")
+    assert code == 1
+    assert "is not waiting for approval" in err
+    assert effects(gated) == ["refund example 1.0"]
+
+
+def test_deny_with_a_reason_and_the_pause_as_json(
+    capsys: pytest.CaptureFixture[str], gated: Path
+) -> None:
+    code, out, _ = run_cli(capsys, "run", "--tools", str(gated), "--model", "test", "--json", "x")
+    assert code == 4
+    data = json.loads(out)
+    assert data["stop_reason"] == "approval"
+    assert data["pending"] == [
+        {"call_id": "call_0", "name": "issue_refund",
+         "arguments": {"order_id": "example", "amount": 1.0}}
+    ]  # fmt: skip
+    code, out, err = run_cli(
+        capsys, "resume", data["run_id"], "--deny", "call_0=needs a receipt", "--json"
+    )
+    assert code == 0, err
+    assert "denied by the reviewer: needs a receipt" in json.loads(out)["output"]
+    assert effects(gated) == []
+    code, out, _ = run_cli(capsys, "show", data["run_id"])
+    assert "decision [call_0] issue_refund: denied (needs a receipt)" in out
+
+
+def test_the_terminal_approver_asks_y_n_e() -> None:
+    import asyncio
+    import io
+
+    from steadyloop import Approve, Defer, Deny, Edit, PendingCall, RunContext
+    from steadyloop.cli.approve import terminal_approver
+    from steadyloop.cli.live import PlainView
+
+    def scripted(*lines: str) -> tuple[io.StringIO, object]:
+        answers = iter(lines)
+        out = io.StringIO()
+
+        def read() -> str:
+            try:
+                return next(answers)
+            except StopIteration:
+                raise EOFError from None
+
+        return out, terminal_approver(PlainView(out), read=read, out=out)
+
+    call = PendingCall("c1", "issue_refund", {"amount": 500})
+    context: RunContext[None] = RunContext(None)
+
+    def decide(*lines: str) -> tuple[object, str]:
+        out, approver = scripted(*lines)
+        assert callable(approver)
+        return asyncio.run(approver(call, context)), out.getvalue()
+
+    assert decide("y")[0] == Approve()
+    assert decide("no", "too much")[0] == Deny("too much")
+    decision, shown = decide("maybe", "e", "{bad", "e", "[1]", "e", '{"amount": 50}')
+    assert decision == Edit({"amount": 50})
+    assert 'run issue_refund({"amount": 500}) [c1]? y/n/e: ' in shown
+    assert "answer y (run it), n (deny it) or e (edit its arguments)" in shown
+    assert "not JSON" in shown
+    assert "must be a JSON object" in shown
+    assert decide()[0] == Defer()  # end of input: the call waits
+
+
+def test_the_approval_example_runs_offline() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "approvals.py"), "--model", "test"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "is waiting for 1 approval(s)" in done.stdout
+    assert "refunds made: [('example', 1.0)]" in done.stdout

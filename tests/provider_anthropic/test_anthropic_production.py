@@ -8,7 +8,7 @@ from typing import Any
 from anthropic_fake_server import FakeAnthropic, message, model_for, text, tool_use
 from pydantic import BaseModel
 
-from steadyloop import Agent, ToolResult, tool
+from steadyloop import Agent, Approve, Deny, Edit, ToolResult, tool
 from steadyloop.retry import Backoff
 
 
@@ -49,3 +49,53 @@ async def test_a_typed_answer_through_final_answer_with_a_nudge_and_a_bad_answer
     nudge_turn = fake.requests[2]["messages"][-1]
     assert nudge_turn["role"] == "user"
     assert "final_answer" in nudge_turn["content"][0]["text"]
+
+
+async def test_histories_after_pause_deny_edit_and_resume_pass_the_wire_rules() -> None:
+    refunds: list[tuple[str, float]] = []
+
+    @tool(approve=True)
+    def issue_refund(order_id: str, amount: float) -> str:
+        """Refunds an order."""
+        refunds.append((order_id, amount))
+        return f"refunded {amount:g}"
+
+    replies = [
+        message(
+            text("Refunding."),
+            tool_use("toolu_a", "issue_refund", {"order_id": "A", "amount": 10}),
+            tool_use("toolu_l", "lookup_order", {"order_id": "A"}),
+            tool_use("toolu_b", "issue_refund", {"order_id": "B", "amount": 900}),
+            tool_use("toolu_c", "issue_refund", {"order_id": "C", "amount": 5}),
+        ),
+        message(tool_use("toolu_d", "issue_refund", {"order_id": "D", "amount": 1})),
+        message(text("All settled.")),
+    ]
+    with FakeAnthropic(replies) as fake:
+        async with agent_for(fake, tools=[issue_refund, lookup_order]) as agent:
+            paused = await agent.run("Refund A, B and C")
+            again = await agent.resume(
+                paused,
+                decisions={
+                    "toolu_a": Approve(),
+                    "toolu_b": Edit({"order_id": "B", "amount": 90}),
+                    "toolu_c": Deny("C was refunded already"),
+                },
+            )
+            done = await agent.resume(again, decisions={again.pending[0]: Approve()})
+    assert fake.rejections == []
+    assert done.output == "All settled."
+    assert refunds == [("A", 10), ("B", 90), ("D", 1)]
+    turn = fake.requests[1]["messages"][-1]
+    assert [b["tool_use_id"] for b in turn["content"]] == [
+        "toolu_a",
+        "toolu_l",
+        "toolu_b",
+        "toolu_c",
+    ]
+    assert turn["content"][3] == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_c",
+        "content": "denied by the reviewer: C was refunded already",
+        "is_error": True,
+    }

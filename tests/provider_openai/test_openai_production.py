@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from openai_fake_server import FakeOpenAI, Reply
 from pydantic import BaseModel
 
-from steadyloop import Agent, ToolResult, UserMessage, tool
+from steadyloop import Agent, Approve, Deny, Edit, ToolResult, UserMessage, tool
+from steadyloop.approvals import Decision
 from steadyloop.models.openai_chat import OpenAIModel
 from steadyloop.retry import Backoff
+from steadyloop.store import RunStore
 
 MakeModel = Callable[..., OpenAIModel]  # the `make_model` fixture (conftest.py)
 
@@ -69,3 +72,64 @@ async def test_a_typed_answer_streams_too(server: FakeOpenAI, make_model: MakeMo
     events: list[Any] = [e async for e in agent.stream("numbers", output=list[int])]
     assert events[-1].result.output == [1, 2]
     assert server.requests[0]["stream"] is True
+
+
+def results_sent(server: FakeOpenAI, request: int) -> list[tuple[str, str]]:
+    """(call id, content) of the tool results in one recorded request, in order."""
+    body = server.requests[request]
+    if "messages" in body:
+        return [(m["tool_call_id"], m["content"]) for m in body["messages"] if m["role"] == "tool"]
+    return [
+        (i["call_id"], i["output"])
+        for i in body["input"]
+        if i.get("type") == "function_call_output"
+    ]
+
+
+async def test_histories_after_pause_deny_edit_and_resume_pass_the_wire_rules(
+    server: FakeOpenAI, make_model: MakeModel, tmp_path: Path
+) -> None:
+    refunds: list[tuple[str, float]] = []
+
+    @tool(approve=True)
+    def issue_refund(order_id: str, amount: float) -> str:
+        """Refunds an order."""
+        refunds.append((order_id, amount))
+        return f"refunded {amount:g}"
+
+    server.queue(
+        Reply(
+            calls=[
+                ("call_a", "issue_refund", '{"order_id": "A", "amount": 10}'),
+                ("call_l", "lookup_order", '{"order_id": "A"}'),
+                ("call_b", "issue_refund", '{"order_id": "B", "amount": 900}'),
+                ("call_c", "issue_refund", '{"order_id": "C", "amount": 5}'),
+            ]
+        ),
+        Reply(calls=[("call_d", "issue_refund", '{"order_id": "D", "amount": 1}')]),
+        Reply(text="All settled."),
+    )
+    store = RunStore(tmp_path / "runs.db")
+    agent = Agent(
+        make_model(), tools=[issue_refund, lookup_order], backoff=Backoff.none(), store=store
+    )
+    paused = await agent.run("Refund A, B and C")
+    assert [p.call_id for p in paused.pending] == ["call_a", "call_b", "call_c"]
+    decisions: dict[str, Decision] = {
+        "call_a": Approve(),
+        "call_b": Edit({"order_id": "B", "amount": 90}),
+        "call_c": Deny("C was refunded already"),
+    }
+    again = await agent.resume(paused, decisions=decisions)
+    assert again.stop_reason == "approval"  # the next reply asks for another refund
+    done = await agent.resume(again.run_id or "", decisions={"call_d": Approve()})
+    assert done.output == "All settled."
+    assert server.rejected == []
+    assert refunds == [("A", 10), ("B", 90), ("D", 1)]
+    sent = results_sent(server, 1)
+    assert [call_id for call_id, _ in sent] == ["call_a", "call_l", "call_b", "call_c"]
+    assert sent[0][1] == "refunded 10"
+    assert sent[2][1].startswith("the reviewer changed the arguments")
+    assert sent[3][1] == "denied by the reviewer: C was refunded already"
+    assert results_sent(server, 2)[-1] == ("call_d", "refunded 1")
+    store.close()
