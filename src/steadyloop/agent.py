@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from steadyloop.approvals import Approver, Decisions
 from steadyloop.compaction import Compaction
 from steadyloop.context import Instructions
-from steadyloop.dispatch import Dispatcher
+from steadyloop.dispatch import Dispatcher, ToolThreads
 from steadyloop.effects import Effects, nest
 from steadyloop.errors import ConfigError, LimitExceeded
 from steadyloop.events import Event
@@ -24,7 +22,7 @@ from steadyloop.models import Model, resolve_model
 from steadyloop.output import AnswerTools, OutputCheck
 from steadyloop.result import OutputT, RunResult
 from steadyloop.retry import Backoff
-from steadyloop.tools import Tool, Toolset, as_tool
+from steadyloop.tools import Tool, Toolset, as_tool, check_unique_names
 
 if TYPE_CHECKING:
     from steadyloop.resume import ResumePoint
@@ -123,9 +121,9 @@ class Agent(Generic[OutputT]):
         self.tools: tuple[Tool, ...] = tuple(
             as_tool(t) for t in tools if not isinstance(t, Toolset)
         )
-        _check_unique(self.tools)
+        check_unique_names(self.tools)
         self._answers = AnswerTools(output, output_check, [t.name for t in self.tools])
-        self._tool_threads = _ToolThreads()
+        self._tool_threads = ToolThreads()
         self._dispatcher: Dispatcher | None = None if self.toolsets else self._make_dispatcher([])
 
     # fmt: off
@@ -400,7 +398,7 @@ class Agent(Generic[OutputT]):
 
     def _make_dispatcher(self, extra: Sequence[Tool]) -> Dispatcher:
         tools = (*self.tools, *extra)
-        _check_unique(tools)
+        check_unique_names(tools)
         return Dispatcher(
             {t.name: t for t in tools},
             tool_timeout=self.tool_timeout,
@@ -454,42 +452,7 @@ def _fan_out(
     return both
 
 
-class _ToolThreads:
-    """The agent's threads for sync tools, started on first use, with no cap: every sync call
-    in flight, of all concurrent runs, starts at once instead of queueing behind others. The
-    pool starts a thread only when none is idle, so it grows to the most calls that were ever
-    in flight together.
-
-    Its own object, so that the dispatcher holds no reference back to the agent: an agent
-    nobody holds is freed at once (closing its run log), not at the next garbage collection.
-    """
-
-    def __init__(self) -> None:
-        self._executor: ThreadPoolExecutor | None = None
-
-    def get(self) -> Executor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(sys.maxsize, thread_name_prefix="steadyloop-tool")
-        return self._executor
-
-    def shutdown(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
-
-
 def _is_store(store: object) -> bool:
     from steadyloop.store import RunStore
 
     return store is None or isinstance(store, RunStore)
-
-
-def _check_unique(tools: Sequence[Tool]) -> None:
-    seen: set[str] = set()
-    for tool in tools:
-        if tool.name in seen:
-            raise ConfigError(
-                f"two tools are named {tool.name!r}: give one another name with "
-                "@tool(name=...), or pass prefix='...' to one of the MCP servers"
-            )
-        seen.add(tool.name)

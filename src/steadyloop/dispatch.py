@@ -16,9 +16,10 @@ import functools
 import inspect
 import json
 import logging
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from steadyloop.retry import Backoff, retry_context
 from steadyloop.tools import ArgumentsError, BoundCall, Tool, ToolOutput
 from steadyloop.truncate import truncate
 
-__all__ = ["Batch", "Dispatcher", "parse_arguments"]
+__all__ = ["Batch", "Dispatcher", "ToolThreads", "parse_arguments"]
 
 logger = logging.getLogger("steadyloop.dispatch")
 
@@ -351,3 +352,27 @@ def parse_arguments(raw: str | Mapping[str, Any] | None) -> Mapping[str, Any]:
             f"got {type(value).__name__}: {text[:_RAW_PREVIEW]}"
         )
     return value
+
+
+class ToolThreads:
+    """The agent's threads for sync tools, started on first use, with no cap: every sync call
+    in flight, of all concurrent runs, starts at once instead of queueing behind others. The
+    pool starts a thread only when none is idle, so it grows to the most calls that were ever
+    in flight together.
+
+    Its own object, so that the dispatcher holds no reference back to the agent: an agent
+    nobody holds is freed at once (closing its run log), not at the next garbage collection.
+    """
+
+    def __init__(self) -> None:
+        self._executor: ThreadPoolExecutor | None = None
+
+    def get(self) -> Executor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(sys.maxsize, thread_name_prefix="steadyloop-tool")
+        return self._executor
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

@@ -29,6 +29,7 @@ __all__ = [
     "ToolSpec",
     "Toolset",
     "as_tool",
+    "check_unique_names",
     "render_value",
     "tool",
 ]
@@ -314,3 +315,15 @@ def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
     if callable(obj):
         return FunctionTool(obj)
     raise ConfigError(f"not a tool or a function: {obj!r}")
+
+
+def check_unique_names(tools: Sequence[Tool]) -> None:
+    """`ConfigError` when two tools share a name: the model could not tell them apart."""
+    seen: set[str] = set()
+    for tool in tools:
+        if tool.name in seen:
+            raise ConfigError(
+                f"two tools are named {tool.name!r}: give one another name with "
+                "@tool(name=...), or pass prefix='...' to one of the MCP servers"
+            )
+        seen.add(tool.name)
