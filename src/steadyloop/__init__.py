@@ -23,6 +23,7 @@ from steadyloop.errors import (
     TurnLimitExceeded,
 )
 from steadyloop.limits import Limits
+from steadyloop.media import Document, Image
 from steadyloop.messages import (
     AssistantMessage,
     Message,
@@ -46,8 +47,10 @@ __all__ = [
     "ContextWindowExceeded",
     "Defer",
     "Deny",
+    "Document",
     "Edit",
     "FatalToolError",
+    "Image",
     "LimitExceeded",
     "Limits",
     "Message",

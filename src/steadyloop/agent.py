@@ -17,7 +17,7 @@ from steadyloop.errors import ConfigError, LimitExceeded
 from steadyloop.events import Event
 from steadyloop.limits import Limits, TokenEstimator, estimate_tokens
 from steadyloop.loop import Run
-from steadyloop.messages import Message
+from steadyloop.messages import Message, Prompt, user_message
 from steadyloop.models import Model, resolve_model
 from steadyloop.output import AnswerTools, OutputCheck
 from steadyloop.result import OutputT, RunResult
@@ -129,23 +129,23 @@ class Agent(Generic[OutputT]):
     # fmt: off
     @overload
     async def run(
-        self, prompt: str, *, history: Sequence[Message] = (), output: None = None,
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: None = None,
         deps: Any = None, on_event: OnEvent | None = None,
     ) -> RunResult[OutputT]: ...
     @overload
     async def run(
-        self, prompt: str, *, history: Sequence[Message] = (), output: type[T],
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: type[T],
         deps: Any = None, on_event: OnEvent | None = None,
     ) -> RunResult[T]: ...
     @overload
     async def run(
-        self, prompt: str, *, history: Sequence[Message] = (), output: Any,
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any,
         deps: Any = None, on_event: OnEvent | None = None,
     ) -> RunResult[Any]: ...
     # fmt: on
     async def run(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         history: Sequence[Message] = (),
         output: Any = None,
@@ -238,12 +238,13 @@ class Agent(Generic[OutputT]):
 
     async def _start(
         self,
-        prompt: str,
+        prompt: Prompt,
         history: Sequence[Message],
         stream_to: Callable[[Event], None] | None,
         output: Any,
         deps: Any,
     ) -> RunResult[Any]:
+        message = user_message(prompt)
         answer = self._answers.for_run(output)
         dispatcher = await self._dispatcher_for_run(answer)
         store = self.store
@@ -251,14 +252,14 @@ class Agent(Generic[OutputT]):
         if store is not None:
             run_id = store.start_run(
                 model=self.model.name,
-                prompt=prompt,
+                prompt=message.text,
                 history=history,
                 config={**self.describe(), "tools": [t.name for t in dispatcher.tools]},
             )
             notify = _fan_out(self._recorder(store, run_id, len(history)), stream_to)
             commit = self._committer(store, run_id)
         run = Run(
-            self, dispatcher, prompt, history, notify, streaming=stream_to is not None,
+            self, dispatcher, message, history, notify, streaming=stream_to is not None,
             run_id=run_id, commit=commit, answer=answer, deps=deps,
         )  # fmt: skip
         return await _logged(run, store)
@@ -277,20 +278,25 @@ class Agent(Generic[OutputT]):
     # fmt: off
     @overload
     def run_sync(
-        self, prompt: str, *, history: Sequence[Message] = (), output: None = None,
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: None = None,
         deps: Any = None,
     ) -> RunResult[OutputT]: ...
     @overload
     def run_sync(
-        self, prompt: str, *, history: Sequence[Message] = (), output: type[T], deps: Any = None
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: type[T], deps: Any = None
     ) -> RunResult[T]: ...
     @overload
     def run_sync(
-        self, prompt: str, *, history: Sequence[Message] = (), output: Any, deps: Any = None
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any, deps: Any = None
     ) -> RunResult[Any]: ...
     # fmt: on
     def run_sync(
-        self, prompt: str, *, history: Sequence[Message] = (), output: Any = None, deps: Any = None
+        self,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        output: Any = None,
+        deps: Any = None,
     ) -> RunResult[Any]:
         """`run` for code without a running event loop."""
         try:
@@ -301,7 +307,7 @@ class Agent(Generic[OutputT]):
 
     async def stream(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         history: Sequence[Message] = (),
         output: Any = None,

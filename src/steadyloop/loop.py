@@ -66,7 +66,7 @@ class Run:
         self,
         agent: Agent[Any],
         dispatcher: Dispatcher,
-        prompt: str | None,
+        prompt: UserMessage | str | None,
         history: Sequence[Message],
         notify: Callable[[Event], None] | None = None,
         *,
@@ -100,7 +100,7 @@ class Run:
         if hooks:
             dispatcher = dispatcher.around(hooks)
         self.dispatcher = dispatcher
-        self.prompt = prompt
+        self.prompt = UserMessage(prompt) if isinstance(prompt, str) else prompt
         self.notify = notify
         self.streaming = streaming
         self.run_id = run_id
@@ -122,12 +122,17 @@ class Run:
         """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
         prompt = self.prompt
         self._emit(
-            RunStarted(self.run_id, self.agent.model.name, prompt or "", self.history_length)
+            RunStarted(
+                self.run_id,
+                self.agent.model.name,
+                prompt.text if prompt is not None else "",
+                self.history_length,
+            )
         )
         if await self._answer_unanswered_calls():
             return self._finish()
         if prompt is not None:
-            self._append(UserMessage(prompt))
+            self._append(prompt)
         if callable(self.agent.instructions):
             await self._make_instructions()
         while True:

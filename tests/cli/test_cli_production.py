@@ -4,6 +4,7 @@ and images (`--image`)."""
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -214,3 +215,58 @@ def test_the_approval_example_runs_offline() -> None:
     assert done.returncode == 0, done.stderr
     assert "is waiting for 1 approval(s)" in done.stdout
     assert "refunds made: [('example', 1.0)]" in done.stdout
+
+
+PNG_BYTES = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63646060f80f0000020101009e4c1b340000000049454e44ae426082"
+)
+
+
+def test_images_go_with_the_prompt_and_an_unreadable_one_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
+) -> None:
+    from steadyloop import Image
+    from steadyloop.store import RunStore
+
+    (tmp_path / "a.png").write_bytes(PNG_BYTES)
+    (tmp_path / "b.png").write_bytes(PNG_BYTES)
+    code, out, err = run_cli(
+        capsys, "run", "--model", "test", "--image", str(tmp_path / "a.png"),
+        "--image", str(tmp_path / "b.png"), "what is this?",
+    )  # fmt: skip
+    assert code == 0, err
+    assert out.strip() == "(test model) You said: what is this?"
+    (run,) = RunStore(home / "runs.db").runs()
+    (prompt, _) = RunStore(home / "runs.db").messages(run.id)
+    image = Image.from_bytes(PNG_BYTES)
+    assert getattr(prompt, "parts", ()) == ("what is this?", image, image)
+
+    code, out, err = run_cli(
+        capsys, "run", "--model", "test", "--image", str(tmp_path / "missing.png"), "x"
+    )
+    assert code == 1
+    assert err == f"error: image not found: {tmp_path / 'missing.png'} (check the path)\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_approve_asks_on_a_terminal(tmp_path: Path, home: Path, gated: Path) -> None:
+    import os
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "steadyloop", "run", "--tools", str(gated), "--model", "test",
+         "--approve", "refund it"],
+        stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "STEADYLOOP_HOME": str(home)},
+    ) as proc:  # fmt: skip
+        os.close(follower)
+        os.write(leader, b'e\n{"order_id": "example", "amount": 0.5}\n')
+        out, err = proc.communicate(timeout=120)
+    os.close(leader)
+    assert proc.returncode == 0, err
+    assert 'run issue_refund({"order_id": "example", "amount": 1.0}) [call_0]? y/n/e:' in err
+    assert "issue_refund [ok]: the reviewer changed the arguments" in out
+    assert effects(gated) == ["refund example 0.5"]

@@ -3,12 +3,28 @@ official SDK: every follow-up request passes Anthropic's history rules."""
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
 from typing import Any
 
+import pytest
 from anthropic_fake_server import FakeAnthropic, message, model_for, text, tool_use
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
-from steadyloop import Agent, Approve, Deny, Edit, ToolResult, tool
+from steadyloop import (
+    Agent,
+    Approve,
+    ConfigError,
+    Deny,
+    Document,
+    Edit,
+    Image,
+    ToolResult,
+    tool,
+)
+from steadyloop.messages import user_message
+from steadyloop.models.anthropic_wire import to_wire_messages
+from steadyloop.models.wire import ToolNames
 from steadyloop.retry import Backoff
 
 
@@ -99,3 +115,76 @@ async def test_histories_after_pause_deny_edit_and_resume_pass_the_wire_rules() 
         "content": "denied by the reviewer: C was refunded already",
         "is_error": True,
     }
+
+
+# -- images and documents in the prompt ----------------------------------------------------
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+PDF = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n"
+
+
+def prompt_parts(tmp_path: Path) -> list[str | Image | Document]:
+    (tmp_path / "terms.pdf").write_bytes(PDF)
+    (tmp_path / "policy.md").write_text("Refunds within 30 days.")
+    return [
+        "Is this refundable?",
+        Image.from_bytes(PNG),
+        Image.from_url("https://example.com/receipt.jpg"),
+        Document.from_path(tmp_path / "terms.pdf"),
+        Document.from_path(tmp_path / "policy.md"),
+    ]
+
+
+def test_blocks_follow_the_sdks_documented_shapes(tmp_path: Path) -> None:
+    from anthropic.types import DocumentBlockParam, ImageBlockParam, TextBlockParam
+
+    message = user_message(prompt_parts(tmp_path))
+    (turn,) = to_wire_messages([message], ToolNames(()), replay_reasoning=False)
+    shapes: dict[str, Any] = {
+        "text": TextBlockParam,
+        "image": ImageBlockParam,
+        "document": DocumentBlockParam,
+    }
+    for block in turn["content"]:
+        TypeAdapter(shapes[block["type"]]).validate_python(block)
+    assert [b["type"] for b in turn["content"]] == [
+        "text",
+        "image",
+        "image",
+        "document",
+        "document",
+    ]
+    assert turn["content"][1]["source"] == {
+        "type": "base64", "media_type": "image/png", "data": base64.b64encode(PNG).decode()
+    }  # fmt: skip
+    assert turn["content"][2]["source"] == {"type": "url", "url": "https://example.com/receipt.jpg"}
+    assert turn["content"][3]["source"]["media_type"] == "application/pdf"
+    assert turn["content"][4] == {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "Refunds within 30 days."},
+        "title": "policy.md",
+    }
+
+
+async def test_a_prompt_with_images_and_documents_passes_the_server(tmp_path: Path) -> None:
+    replies = [
+        message(tool_use("toolu_1", "lookup_order", {"order_id": "A1"})),
+        message(text("Yes.")),
+    ]
+    with FakeAnthropic(replies) as fake:
+        async with agent_for(fake) as agent:
+            result = await agent.run(prompt_parts(tmp_path))
+    assert fake.rejections == []
+    assert result.output == "Yes."
+    first_turn = fake.requests[1]["messages"][0]["content"]
+    assert [b["type"] for b in first_turn] == ["text", "image", "image", "document", "document"]
+
+
+async def test_an_image_type_anthropic_cannot_take_fails_before_anything_is_sent() -> None:
+    with FakeAnthropic([]) as fake:
+        async with agent_for(fake) as agent:
+            with pytest.raises(ConfigError, match="anthropic takes PNG, JPEG, GIF and WebP"):
+                await agent.run(["look", Image.from_bytes(b"II*\0", media_type="image/tiff")])
+    assert fake.requests == []

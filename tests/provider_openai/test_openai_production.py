@@ -4,17 +4,34 @@ the providers' history rules."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from openai_fake_server import FakeOpenAI, Reply
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
-from steadyloop import Agent, Approve, Deny, Edit, ToolResult, UserMessage, tool
+from steadyloop import (
+    Agent,
+    Approve,
+    ConfigError,
+    Deny,
+    Document,
+    Edit,
+    Image,
+    ToolResult,
+    UserMessage,
+    tool,
+)
 from steadyloop.approvals import Decision
-from steadyloop.models.openai_chat import OpenAIModel
+from steadyloop.messages import user_message
+from steadyloop.models.base import ModelRequest
+from steadyloop.models.openai_chat import OpenAIModel, chat_messages
+from steadyloop.models.openai_responses import responses_input
+from steadyloop.models.wire import ToolNames
 from steadyloop.retry import Backoff
 from steadyloop.store import RunStore
 
@@ -133,3 +150,97 @@ async def test_histories_after_pause_deny_edit_and_resume_pass_the_wire_rules(
     assert sent[3][1] == "denied by the reviewer: C was refunded already"
     assert results_sent(server, 2)[-1] == ("call_d", "refunded 1")
     store.close()
+
+
+# -- images and documents in the prompt ----------------------------------------------------
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+PDF = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n"
+
+
+def prompt_parts(tmp_path: Path) -> list[str | Image | Document]:
+    (tmp_path / "terms.pdf").write_bytes(PDF)
+    (tmp_path / "policy.txt").write_text("Refunds within 30 days.")
+    return [
+        "Is this refundable?",
+        Image.from_bytes(PNG),
+        Image.from_url("https://example.com/receipt.jpg"),
+        Document.from_path(tmp_path / "terms.pdf"),
+        Document.from_path(tmp_path / "policy.txt"),
+    ]
+
+
+def test_chat_parts_follow_the_sdks_documented_shapes(tmp_path: Path) -> None:
+    from openai.types.chat import ChatCompletionContentPartParam
+
+    message = user_message(prompt_parts(tmp_path))
+    (sent,) = chat_messages(ModelRequest(None, (message,), ()), ToolNames(()))
+    assert sent["role"] == "user"
+    content = sent["content"]
+    check = TypeAdapter(ChatCompletionContentPartParam)
+    for part in content:
+        check.validate_python(part)
+    assert [p["type"] for p in content] == ["text", "image_url", "image_url", "file", "text"]
+    assert content[1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    assert content[2]["image_url"]["url"] == "https://example.com/receipt.jpg"
+    assert content[3]["file"]["filename"] == "terms.pdf"
+    assert content[3]["file"]["file_data"].startswith("data:application/pdf;base64,")
+    assert content[4]["text"] == "[document: policy.txt]\nRefunds within 30 days."
+
+
+def test_responses_parts_follow_the_sdks_documented_shapes(tmp_path: Path) -> None:
+    from openai.types.responses import (
+        ResponseInputFileParam,
+        ResponseInputImageParam,
+        ResponseInputTextParam,
+    )
+
+    message = user_message(prompt_parts(tmp_path))
+    (sent,) = responses_input(ModelRequest(None, (message,), ()), ToolNames(()))
+    shapes: dict[str, Any] = {
+        "input_text": ResponseInputTextParam,
+        "input_image": ResponseInputImageParam,
+        "input_file": ResponseInputFileParam,
+    }
+    for part in sent["content"]:
+        TypeAdapter(shapes[part["type"]]).validate_python(part)
+    assert [p["type"] for p in sent["content"]] == [
+        "input_text", "input_image", "input_image", "input_file", "input_text"
+    ]  # fmt: skip
+    assert sent["content"][1]["detail"] == "auto"
+
+
+async def test_a_prompt_with_images_and_documents_passes_the_server(
+    server: FakeOpenAI, make_model: MakeModel, tmp_path: Path
+) -> None:
+    server.queue(Reply(calls=[("c1", "lookup_order", '{"order_id": "A1"}')]), Reply(text="Yes."))
+    agent = Agent(make_model(), tools=[lookup_order], backoff=Backoff.none())
+    result = await agent.run(prompt_parts(tmp_path))
+    assert result.output == "Yes."
+    assert server.rejected == []
+    for body in server.requests:  # the prompt is sent whole on every turn
+        sent = json.dumps(body)
+        assert sent.count("data:image/png;base64,") == 1
+        assert sent.count("data:application/pdf;base64,") == 1
+
+
+async def test_a_part_the_server_cannot_take_fails_before_anything_is_sent(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    from steadyloop.models.ollama import from_spec
+
+    local = from_spec("llava", base_url=server.base_url)
+    try:
+        for part in (Image.from_url("https://example.com/a.png"), prompt_parts(tmp_path)[3]):
+            with pytest.raises(ConfigError) as error:
+                await Agent(local, backoff=Backoff.none()).run(["look", part])
+            assert str(error.value).startswith("ollama:llava cannot ")
+        with pytest.raises(
+            ConfigError, match="takes PNG, JPEG, GIF and WebP images, not image/bmp"
+        ):
+            await Agent(local).run(["look", Image.from_bytes(b"BM..", media_type="image/bmp")])
+    finally:
+        await local.aclose()
+    assert server.requests == []

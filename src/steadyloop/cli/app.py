@@ -30,6 +30,7 @@ from steadyloop.cli.show import render_runs, render_transcript, transcript_json
 from steadyloop.errors import LimitExceeded, SteadyloopError
 from steadyloop.events import Event, RunStarted
 from steadyloop.limits import Limits
+from steadyloop.media import Image
 from steadyloop.output import as_json as as_json_value
 from steadyloop.result import RunResult
 
@@ -97,6 +98,13 @@ def cli() -> None:
     "is printed as JSON",
 )
 @click.option(
+    "--image",
+    "images",
+    multiple=True,
+    metavar="FILE",
+    help="a PNG, JPEG, GIF or WebP image to send after the prompt (repeatable)",
+)
+@click.option(
     "--approve",
     "ask",
     is_flag=True,
@@ -107,14 +115,15 @@ def cli() -> None:
 @click.option("--no-log", is_flag=True, help="do not write the run log")
 def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url: tuple[str, ...],
         model: str | None, instructions: str | None, max_turns: int, max_context_tokens: int,
-        max_tool_output: int, output: str | None, ask: bool, as_json: bool,
-        no_log: bool) -> None:  # fmt: skip
+        max_tool_output: int, output: str | None, images: tuple[str, ...], ask: bool,
+        as_json: bool, no_log: bool) -> None:  # fmt: skip
     """Run an agent on PROMPT ('-' reads it from stdin) and print its answer."""
     if prompt == "-":
         prompt = _read_stdin().strip()
         if not prompt:
             raise click.UsageError("the prompt on stdin was empty")
     prompt = _valid_text(prompt)
+    parts: list[str | Image] = [prompt, *(_image(file) for file in images)]
     agent = _guard(
         lambda: build_agent(
             model=model,
@@ -128,7 +137,7 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
             output=output,
         )
     )
-    _run_to_exit(agent, lambda notify: agent.run(prompt, on_event=notify), as_json)
+    _run_to_exit(agent, lambda notify: agent.run(parts, on_event=notify), as_json, ask=ask)
 
 
 @cli.command()
@@ -263,6 +272,10 @@ def lint(file: str) -> None:
     click.echo(report.render())
     if report.has_errors:
         sys.exit(EXIT_ERROR)
+
+
+def _image(file: str) -> Image:
+    return _guard(lambda: Image.from_path(file))
 
 
 def _guard(action: Callable[[], T]) -> T:
