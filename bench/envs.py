@@ -34,7 +34,13 @@ class Library:
 
 LIBRARIES: tuple[Library, ...] = (
     Library("bare", "bare_driver.py", (), "import asyncio", peer=False),
-    Library("steadyloop", "steadyloop_driver.py", ("steadyloop",), "import steadyloop", peer=False),
+    Library(
+        "steadyloop",
+        "steadyloop_driver.py",
+        ("steadyloop", "opentelemetry-sdk==1.45.2"),  # the SDK for S7's traced runs only
+        "import steadyloop",
+        peer=False,
+    ),
     Library(
         "pydantic-ai", "pydantic_ai_driver.py", ("pydantic-ai-slim==2.68.0",), "import pydantic_ai"
     ),

@@ -46,6 +46,34 @@ ROWS = (
         'S6 per turn, run log on, durability="batch"', "S6", "per_turn_us_batch", "us", ratios=False
     ),
     Row("S6 log on (batch) / off", "S6", "ratio_batch", "x", ratios=False),
+    Row("S7 per turn, tracing off", "S7", "per_turn_us_untraced", "us", ratios=False),
+    Row("S7 per turn, tracing on", "S7", "per_turn_us_traced", "us", ratios=False),
+    Row("S7 tracing on / off", "S7", "tracing_ratio", "x", ratios=False),
+    Row(
+        "S7 per turn, tracing to the API's no-op provider",
+        "S7",
+        "per_turn_us_noop_provider",
+        "us",
+        ratios=False,
+    ),
+    Row("S7 no-op provider / off", "S7", "noop_provider_ratio", "x", ratios=False),
+    Row(
+        "S7 concurrent runs, CPU per run, tracing off",
+        "S7",
+        "concurrent_cpu_ms_untraced",
+        "ms",
+        ratios=False,
+    ),
+    Row(
+        "S7 concurrent runs, CPU per run, tracing on",
+        "S7",
+        "concurrent_cpu_ms_traced",
+        "ms",
+        ratios=False,
+    ),
+    Row(
+        "S7 concurrent runs, tracing on / off", "S7", "concurrent_tracing_ratio", "x", ratios=False
+    ),
 )
 
 
@@ -186,6 +214,15 @@ def targets(results: dict[str, Any]) -> list[str]:
             check("SQLite run log on ≤ 2× off", str(log["na"]), None)
         else:
             check("SQLite run log on ≤ 2× off", fmt(log["median"], "x"), log["median"] <= 2)
+    for key, what in (("tracing_ratio", "per turn"), ("concurrent_tracing_ratio", "concurrent")):
+        traced = figure(results, sl, rows[key])
+        if traced is None:
+            continue
+        text = f"tracing on ≤ 1.3× off ({what})"
+        if "na" in traced:
+            check(text, str(traced["na"]), None)
+        else:
+            check(text, fmt(traced["median"], "x"), traced["median"] <= 1.3)
     return lines
 
 

@@ -155,6 +155,7 @@ def run_library(lib: envs.Library, python: Path, args: argparse.Namespace) -> di
     entry["S3"] = {k: spread([v]) if k in S3_SPREADS else v for k, v in s3.items()}
     if lib.name == "steadyloop":
         entry["S6"] = run_driver(python, driver, "S6", flags)["figures"]
+        entry["S7"] = run_driver(python, driver, "S7", flags)["figures"]
     return entry
 
 

@@ -309,7 +309,7 @@ async def test_a_logged_pause_resumes_from_another_agent_and_only_once(tmp_path:
     later = Agent(ScriptedModel(["Refunded."]), tools=shop_tools(shop), store=store)
     with pytest.raises(ConfigError, match=r"is waiting for decisions on r1 \(issue_refund\)"):
         await later.resume(paused.run_id)
-    done = await later.resume(paused.run_id[:10], decisions={"r1": Approve()})
+    done = await later.resume(paused.run_id, decisions={"r1": Approve()})
     assert done.output == "Refunded."
     assert results(done.messages) == [("r1", "refunded 30 on A1"), ("l1", "A1: delivered")]
     assert shop.refunds == [("A1", 30)]

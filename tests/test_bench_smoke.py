@@ -83,6 +83,15 @@ def test_run_log_scenario_reports_its_state(results: tuple[dict[str, Any], Path]
         assert s6["ratio"]["median"] > 0
 
 
+def test_tracing_scenario_reports_its_state(results: tuple[dict[str, Any], Path]) -> None:
+    s7 = results[0]["libraries"]["steadyloop"]["S7"]
+    if "na" in s7:
+        assert s7["na"].startswith("n/a")
+    else:
+        assert s7["tracing_ratio"]["median"] > 0
+        assert s7["concurrent_tracing_ratio"]["median"] > 0
+
+
 def test_table_lists_figures_and_targets(results: tuple[dict[str, Any], Path]) -> None:
     table = (results[1] / "latest.md").read_text()
     assert "| figure | bare | steadyloop |" in table

@@ -9,6 +9,7 @@ EXPECTED = {
     "ConfigError",
     "ContextLimitExceeded",
     "ContextWindowExceeded",
+    "CostLimitExceeded",
     "Defer",
     "Deny",
     "Document",
@@ -33,8 +34,10 @@ EXPECTED = {
     "TurnLimitExceeded",
     "Usage",
     "UserMessage",
+    "instrument",
     "tool",
     "truncate",
+    "uninstrument",
 }
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from steadyloop import Agent, AssistantMessage, Limits, ToolCall, ToolResult, UserMessage, tool
+from steadyloop.cli.ids import find_run
 from steadyloop.errors import ConfigError, TurnLimitExceeded
 from steadyloop.retry import Backoff
 from steadyloop.store import SCHEMA_VERSION, RunStore
@@ -41,7 +42,7 @@ def test_every_event_is_logged_with_untruncated_output(tmp_path: Path) -> None:
     assert len(record.result.content) < len(record.output)
     assert "[130 characters omitted]" in record.result.content
     assert store.messages(result.run_id) == result.messages
-    info = store.run(result.run_id[:8])
+    info = store.run(result.run_id)
     assert (info.status, info.stop_reason, info.usage.requests) == ("answered", "end_turn", 2)
 
 
@@ -122,8 +123,13 @@ def test_jsonl_round_trip_is_loss_free(tmp_path: Path) -> None:
     assert second.from_jsonl(lines) == run_id
     assert list(second.to_jsonl(run_id)) == lines
     assert second.events(run_id) == first.events(run_id)
-    with pytest.raises(ConfigError, match="already in"):
-        second.from_jsonl(lines)
+    # Importing the same export again changes nothing; another run under that id is refused.
+    assert second.from_jsonl(lines) == run_id
+    assert list(second.to_jsonl(run_id)) == lines
+    changed = [lines[0], *(line.replace("HEY", "HOY") for line in lines[1:])]
+    with pytest.raises(ConfigError, match=r"already in .* with other contents"):
+        second.from_jsonl(changed)
+    assert list(second.to_jsonl(run_id)) == lines
 
 
 def test_not_an_export(tmp_path: Path) -> None:
@@ -149,17 +155,25 @@ def test_corrupt_file_is_a_config_error_and_untouched(tmp_path: Path) -> None:
     assert path.read_bytes() == b"garbage" * 1000
 
 
-def test_run_ids_by_unique_prefix(tmp_path: Path) -> None:
+def test_the_api_finds_runs_by_their_whole_id_and_the_cli_by_a_generated_ids_prefix(
+    tmp_path: Path,
+) -> None:
     store = RunStore(tmp_path / "log.db")
-    for run_id in ("abc111", "abc222"):
+    generated = ("abcd1" + "0" * 27, "abcd2" + "0" * 27)
+    for run_id in (*generated, "t1", "t10"):
         store.start_run(model="m", prompt="p", history=(), config={}, run_id=run_id)
-    assert store.run("abc1").id == "abc111"
+    store.flush()
+    assert store.run("t1").id == "t1"
+    with pytest.raises(ConfigError, match="no run"):
+        store.run("abcd1")  # the API never guesses from a prefix
+    assert find_run(store, "abcd1").id == generated[0]
+    assert find_run(store, "t1").id == "t1"
     with pytest.raises(ConfigError, match="ambiguous"):
-        store.run("abc")
+        find_run(store, "abcd")
+    with pytest.raises(ConfigError, match="no run 't'"):
+        find_run(store, "t")  # caller-given ids are matched whole
     with pytest.raises(ConfigError, match="no run"):
-        store.run("zzz")
-    with pytest.raises(ConfigError, match="no run"):
-        store.run("%")
+        find_run(store, "%")
 
 
 @pytest.mark.parametrize(

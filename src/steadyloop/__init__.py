@@ -13,6 +13,7 @@ from steadyloop.errors import (
     ConfigError,
     ContextLimitExceeded,
     ContextWindowExceeded,
+    CostLimitExceeded,
     FatalToolError,
     LimitExceeded,
     ModelError,
@@ -35,6 +36,7 @@ from steadyloop.messages import (
 )
 from steadyloop.result import RunResult
 from steadyloop.tools import Tool, tool
+from steadyloop.tracing import instrument, uninstrument
 from steadyloop.truncate import truncate
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "ConfigError",
     "ContextLimitExceeded",
     "ContextWindowExceeded",
+    "CostLimitExceeded",
     "Defer",
     "Deny",
     "Document",
@@ -69,6 +72,8 @@ __all__ = [
     "TurnLimitExceeded",
     "Usage",
     "UserMessage",
+    "instrument",
     "tool",
     "truncate",
+    "uninstrument",
 ]

@@ -23,14 +23,19 @@ from steadyloop.output import AnswerTools, OutputCheck
 from steadyloop.result import OutputT, RunResult
 from steadyloop.retry import Backoff
 from steadyloop.tools import Tool, Toolset, as_tool, check_unique_names
+from steadyloop.tracing import run_tracing
 
 if TYPE_CHECKING:
-    from steadyloop.resume import ResumePoint
-    from steadyloop.store import RunStore
+    from opentelemetry.trace import TracerProvider
 
-__all__ = ["Agent"]
+    from steadyloop.resume import ResumePoint
+    from steadyloop.store import RunLog
+    from steadyloop.tracing_spans import Tracing
+
+__all__ = ["Agent", "IfExists"]
 
 T = TypeVar("T")
+IfExists = Literal["error", "resume", "return"]
 OnEvent = Callable[[Event], None]
 
 
@@ -51,8 +56,9 @@ class Agent(Generic[OutputT]):
         model_retries: extra attempts of a model call that failed with a retryable error (after
             the SDK's own retries).
         estimate_tokens: the token estimate for messages appended since the provider's count.
-        store: the run log: a `RunStore` or the path of its SQLite file (None: no log). A
-            store the agent opened from a path is closed by `aclose()`.
+        store: the run log: an open `RunLog`, or where to open one: the path of a SQLite file
+            or a URL (`sqlite:///PATH`, `postgresql://...`); None: no log. A log the agent
+            opened itself is closed by `aclose()`.
         durability: "turn" (default) commits each model reply to the log before any of its
             calls starts and each tool result before the model reads it, so a kill re-runs at
             most the calls in flight; "batch" lets the log writer gather events for a few
@@ -60,6 +66,10 @@ class Agent(Generic[OutputT]):
         effects: around-hooks for each model call and each tool call (see
             `steadyloop.effects`); several nest, the first outermost.
         metadata: extra JSON-able facts logged with each run (the CLI records its tool files).
+        tracer_provider: trace this agent's runs with OpenTelemetry, to this provider
+            (`steadyloop.instrument()` traces every agent's).
+        trace_content: also record prompts, instructions, replies, tool arguments and results
+            and error texts on this agent's spans (off: names, ids, counts and kinds only).
         output: the type of the answer (default `str`: the text of the last reply). Any type
             pydantic validates (a model, dataclass, TypedDict, `list[...]`, `int`, ...): the
             model answers by calling a `final_answer` tool, and `result.output` is the
@@ -86,10 +96,12 @@ class Agent(Generic[OutputT]):
         backoff: Backoff | None = None,
         model_retries: int = 2,
         estimate_tokens: TokenEstimator = estimate_tokens,
-        store: RunStore | str | Path | None = None,
+        store: RunLog | str | Path | None = None,
         durability: Literal["turn", "batch"] = "turn",
         effects: Effects | Sequence[Effects] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        tracer_provider: TracerProvider | None = None,
+        trace_content: bool = False,
         output: type[OutputT] | None = None,
         output_check: OutputCheck | None = None,
         approver: Approver | None = None,
@@ -115,8 +127,11 @@ class Agent(Generic[OutputT]):
         self.durability = durability
         self.effects = nest(effects)
         self.approver = approver
-        self._store = store
-        self._owns_store = not _is_store(store)
+        self.tracer_provider = tracer_provider
+        self.trace_content = trace_content
+        # A log given as a path or URL is the agent's to open and close; an open one is not.
+        self._store_location = store if isinstance(store, str | Path) else None
+        self._store = None if isinstance(store, str | Path) else store
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
         self.tools: tuple[Tool, ...] = tuple(
             as_tool(t) for t in tools if not isinstance(t, Toolset)
@@ -124,23 +139,28 @@ class Agent(Generic[OutputT]):
         check_unique_names(self.tools)
         self._answers = AnswerTools(output, output_check, [t.name for t in self.tools])
         self._tool_threads = ToolThreads()
-        self._dispatcher: Dispatcher | None = None if self.toolsets else self._make_dispatcher([])
+        self._dispatcher: Dispatcher | None = (
+            None if self.toolsets else self._make_dispatcher([], self.effects)
+        )
 
     # fmt: off
     @overload
     async def run(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: None = None,
-        deps: Any = None, on_event: OnEvent | None = None,
+        deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
+        if_exists: IfExists = "error",
     ) -> RunResult[OutputT]: ...
     @overload
     async def run(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: type[T],
-        deps: Any = None, on_event: OnEvent | None = None,
+        deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
+        if_exists: IfExists = "error",
     ) -> RunResult[T]: ...
     @overload
     async def run(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any,
-        deps: Any = None, on_event: OnEvent | None = None,
+        deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
+        if_exists: IfExists = "error",
     ) -> RunResult[Any]: ...
     # fmt: on
     async def run(
@@ -151,14 +171,49 @@ class Agent(Generic[OutputT]):
         output: Any = None,
         deps: Any = None,
         on_event: OnEvent | None = None,
+        run_id: str | None = None,
+        if_exists: IfExists = "error",
     ) -> RunResult[Any]:
         """Runs until the model answers; raises `LimitExceeded` (with `.result`) at a limit.
 
-        `output` is this run's answer type (default: the agent's); `deps` reaches tools that
-        take a `RunContext` as `ctx.deps` (never logged). `on_event` is called with each event
-        as it happens (as `stream` yields them).
+        `prompt` is text, or a sequence of text, `Image` and `Document` parts. `output` is
+        this run's answer type (default: the agent's); `deps` reaches tools that take a
+        `RunContext` as `ctx.deps` (never logged). `on_event` is called with each event as it
+        happens (as `stream` yields them).
+        `run_id` names the run in the log (default: a new random id). When the log already has
+        it, `if_exists` says what to do: "error" (a `ConfigError`), "resume" (go on from the log;
+        a finished run's logged result is returned without calling the model) or "return"
+        (the finished run's logged result; a `ConfigError` for one that did not finish).
         """
-        return await self._start(prompt, history, on_event, output, deps)
+        if run_id is not None:
+            existing = await self._existing_run(run_id, if_exists, output, deps)
+            if existing is not None:
+                return await existing(on_event)
+        return await self._start(prompt, history, on_event, output, deps, run_id)
+
+    async def _existing_run(
+        self, run_id: str, if_exists: IfExists, output: Any, deps: Any
+    ) -> Callable[[OnEvent | None], Awaitable[RunResult[Any]]] | None:
+        """How to answer a run whose id is already logged; None when it is not (or "error")."""
+        if if_exists not in ("error", "resume", "return"):
+            raise ConfigError(f'if_exists must be "error", "resume" or "return", got {if_exists!r}')
+        store = self._require_store("run(run_id=...)")
+        if if_exists == "error":
+            return None  # start_run refuses an id already in the log
+        from steadyloop.resume import logged_result
+
+        info = await asyncio.to_thread(store.find, run_id)
+        if info is None:
+            return None
+        if info.finished:
+            result = await asyncio.to_thread(logged_result, store, info)
+            return lambda _: _returned(result)
+        if if_exists == "return":
+            raise ConfigError(
+                f"run {run_id} has not finished (it is {info.status}): pass if_exists='resume' "
+                "to go on with it"
+            )
+        return lambda on_event: self.resume(run_id, deps=deps, output=output, on_event=on_event)
 
     # fmt: off
     @overload
@@ -188,24 +243,23 @@ class Agent(Generic[OutputT]):
     ) -> RunResult[Any]:
         """Continues a run: one paused for approval, or one killed, interrupted or failed.
 
-        `run` is a run id (or a unique prefix; needs the run log) or a paused `RunResult`
-        (works without a log). A paused run needs `decisions`, one per waiting call, keyed by
-        call id or by the `PendingCall` itself: `Approve()`, `Deny(reason)` or
-        `Edit(arguments)`; a decision made for other arguments, or a run not waiting, is a
-        `ConfigError` and nothing runs. Calls that finished are not run again; other
-        unfinished ones are run again if their tool is `idempotent`, otherwise answered with
-        an error saying they were interrupted. `deps` and `output` are given again, as to
-        `run` (they are not logged).
+        `run` is a run id (needs the run log) or a paused `RunResult` (works without a log).
+        A paused run needs `decisions`, one per waiting call, keyed by call id or by the
+        `PendingCall` itself: `Approve()`, `Deny(reason)` or `Edit(arguments)`; a decision made
+        for other arguments, or a run not waiting, is a `ConfigError` and nothing runs. Calls
+        that finished are not run again; other unfinished ones are run again if their tool is
+        `idempotent`, otherwise answered with an error saying they were interrupted. `deps` and
+        `output` are given again, as to `run` (they are not logged).
         """
         from steadyloop.resume import paused_point, resume_point
 
         if isinstance(run, RunResult) and (run.run_id is None or self.store is None):
             point = paused_point(run, decisions)
-            return await (await self._resumed(point, None, on_event, output, deps)).execute()
+            return await _traced(await self._resumed(point, None, on_event, output, deps), None)
         store = self._require_store("resume")
         name = run if isinstance(run, str) else str(run.run_id)
         run_id = await asyncio.to_thread(lambda: store.run(name).id)
-        store.claim(run_id)
+        await _store_io(store, store.claim, run_id)
         try:
             point = await asyncio.to_thread(resume_point, store, run_id, decisions)
             resumed = await self._resumed(point, store, on_event, output, deps)
@@ -213,63 +267,72 @@ class Agent(Generic[OutputT]):
         except BaseException:
             store.release(run_id)
             raise
-        return await _logged(resumed, store)
+        return await _traced(resumed, store)
 
     async def _resumed(
         self,
         point: ResumePoint,
-        store: RunStore | None,
+        store: RunLog | None,
         on_event: OnEvent | None,
         output: Any,
         deps: Any,
     ) -> Run:
         """The run that continues from `point` (logged to `store` when there is one)."""
         answer = self._answers.for_run(output)
+        tracing = self._tracing()
         notify, commit = on_event, None
         if store is not None and point.run_id is not None:
             notify = _fan_out(self._recorder(store, point.run_id), on_event)
             commit = self._committer(store, point.run_id)
         return Run(
-            self, await self._dispatcher_for_run(answer), None, point.messages, notify,
+            self, await self._dispatcher_for_run(tracing, answer), None, point.messages, notify,
             streaming=on_event is not None, run_id=point.run_id, commit=commit,
             turns_used=point.turns_used, usage=point.usage, recovered=point.recovered,
-            answer=answer, deps=deps, decisions=point.decisions,
+            tracing=tracing, answer=answer, deps=deps, decisions=point.decisions,
         )  # fmt: skip
 
     async def _start(
         self,
         prompt: Prompt,
         history: Sequence[Message],
-        stream_to: Callable[[Event], None] | None,
+        stream_to: OnEvent | None,
         output: Any,
         deps: Any,
+        run_id: str | None = None,
     ) -> RunResult[Any]:
         message = user_message(prompt)
         answer = self._answers.for_run(output)
-        dispatcher = await self._dispatcher_for_run(answer)
+        tracing = self._tracing()
+        dispatcher = await self._dispatcher_for_run(tracing, answer)
         store = self.store
-        notify, run_id, commit = stream_to, None, None
+        notify, commit = stream_to, None
         if store is not None:
-            run_id = store.start_run(
+            start = functools.partial(
+                store.start_run,
                 model=self.model.name,
                 prompt=message.text,
                 history=history,
                 config={**self.describe(), "tools": [t.name for t in dispatcher.tools]},
+                run_id=run_id,
+            )
+            # A run id of the caller's is looked up in the log first: off the event loop.
+            run_id = await (
+                asyncio.to_thread(start) if run_id or store.blocking_io else _now(start)
             )
             notify = _fan_out(self._recorder(store, run_id, len(history)), stream_to)
             commit = self._committer(store, run_id)
         run = Run(
             self, dispatcher, message, history, notify, streaming=stream_to is not None,
-            run_id=run_id, commit=commit, answer=answer, deps=deps,
+            run_id=run_id, commit=commit, tracing=tracing, answer=answer, deps=deps,
         )  # fmt: skip
-        return await _logged(run, store)
+        return await _traced(run, store)
 
     def _recorder(
-        self, store: RunStore, run_id: str, next_seq: int | None = None
+        self, store: RunLog, run_id: str, next_seq: int | None = None
     ) -> Callable[[Event], None]:
         return store.recorder(run_id, next_seq)
 
-    def _committer(self, store: RunStore, run_id: str) -> Callable[[], Awaitable[None]] | None:
+    def _committer(self, store: RunLog, run_id: str) -> Callable[[], Awaitable[None]] | None:
         """The write-ahead points of a "turn" run: None (no forced commits) for "batch"."""
         if self.durability == "batch":
             return None
@@ -279,15 +342,17 @@ class Agent(Generic[OutputT]):
     @overload
     def run_sync(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: None = None,
-        deps: Any = None,
+        deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
     ) -> RunResult[OutputT]: ...
     @overload
     def run_sync(
-        self, prompt: Prompt, *, history: Sequence[Message] = (), output: type[T], deps: Any = None
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: type[T],
+        deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
     ) -> RunResult[T]: ...
     @overload
     def run_sync(
-        self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any, deps: Any = None
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any,
+        deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
     ) -> RunResult[Any]: ...
     # fmt: on
     def run_sync(
@@ -297,12 +362,18 @@ class Agent(Generic[OutputT]):
         history: Sequence[Message] = (),
         output: Any = None,
         deps: Any = None,
+        run_id: str | None = None,
+        if_exists: IfExists = "error",
     ) -> RunResult[Any]:
         """`run` for code without a running event loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt, history=history, output=output, deps=deps))
+            run = self.run(
+                prompt, history=history, output=output, deps=deps, run_id=run_id,
+                if_exists=if_exists,
+            )  # fmt: skip
+            return asyncio.run(run)
         raise RuntimeError("run_sync() was called inside a running event loop: await run()")
 
     async def stream(
@@ -331,27 +402,22 @@ class Agent(Generic[OutputT]):
                 await asyncio.gather(task, return_exceptions=True)
 
     @property
-    def store(self) -> RunStore | None:
+    def store(self) -> RunLog | None:
         """The run log, opened on first use; None when the agent keeps no log."""
-        if self._store is None:
-            return None
-        from steadyloop.store import RunStore
+        if self._store is None and self._store_location is not None:
+            from steadyloop.store import open_store
 
-        if not isinstance(self._store, RunStore):
-            self._store = RunStore(self._store)
+            self._store = open_store(self._store_location)
         return self._store
 
     def close_store(self) -> None:
-        """Closes the run log if this agent opened it from a path (a `RunStore` passed in
+        """Closes the run log if this agent opened it from a path or URL (a log passed in open
         belongs to the caller); it opens again on the next run."""
-        from steadyloop.store import RunStore
-
-        if self._owns_store and isinstance(self._store, RunStore):
-            path = self._store.path
+        if self._store_location is not None and self._store is not None:
             self._store.close()
-            self._store = path
+            self._store = None
 
-    def _require_store(self, action: str) -> RunStore:
+    def _require_store(self, action: str) -> RunLog:
         store = self.store
         if store is None:
             raise ConfigError(f"{action} needs a run log: create the Agent with store=PATH")
@@ -368,6 +434,7 @@ class Agent(Generic[OutputT]):
                 "max_turns": limits.max_turns,
                 "max_context_tokens": limits.max_context_tokens,
                 "max_repeats": limits.max_repeats,
+                "max_cost_usd": limits.max_cost_usd,
             },
             "max_tool_output": self.max_tool_output,
             "tool_timeout": self.tool_timeout,
@@ -395,14 +462,21 @@ class Agent(Generic[OutputT]):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _dispatcher_for_run(self, answer: Tool | None = None) -> Dispatcher:
-        if self._dispatcher is not None and answer is None:
+    def _tracing(self) -> Tracing | None:
+        """The spans of a run that starts now; None (the usual case) when it is not traced."""
+        return run_tracing(self.tracer_provider, self.trace_content, self.model)
+
+    async def _dispatcher_for_run(
+        self, tracing: Tracing | None = None, answer: Tool | None = None
+    ) -> Dispatcher:
+        if self._dispatcher is not None and tracing is None and answer is None:
             return self._dispatcher
         started = await asyncio.gather(*(toolset.tools() for toolset in self.toolsets))
         extra = [tool for tools in started for tool in tools]
-        return self._make_dispatcher(extra if answer is None else [*extra, answer])
+        effects = self.effects if tracing is None else tracing.around(self.effects)
+        return self._make_dispatcher(extra if answer is None else [*extra, answer], effects)
 
-    def _make_dispatcher(self, extra: Sequence[Tool]) -> Dispatcher:
+    def _make_dispatcher(self, extra: Sequence[Tool], effects: Effects | None) -> Dispatcher:
         tools = (*self.tools, *extra)
         check_unique_names(tools)
         return Dispatcher(
@@ -411,7 +485,7 @@ class Agent(Generic[OutputT]):
             max_output=self.max_tool_output,
             backoff=self.backoff,
             executor=self._tool_threads.get,
-            effects=self.effects,
+            effects=effects,
         )
 
     def __repr__(self) -> str:
@@ -419,7 +493,14 @@ class Agent(Generic[OutputT]):
         return f"Agent({self.model.name!r}, tools=[{names}])"
 
 
-async def _logged(run: Run, store: RunStore | None) -> RunResult[Any]:
+async def _traced(run: Run, store: RunLog | None) -> RunResult[Any]:
+    """Runs `run` in its logs: the run log, and its spans when it is traced."""
+    if run.tracing is None:
+        return await _logged(run, store)
+    return await run.tracing.run(run.run_id, functools.partial(_logged, run, store))
+
+
+async def _logged(run: Run, store: RunLog | None) -> RunResult[Any]:
     """Runs `run`, marking in the log how it ended when it did not end by answering, and
     releasing its claim however it ended."""
     if store is None or run.run_id is None:
@@ -429,6 +510,9 @@ async def _logged(run: Run, store: RunStore | None) -> RunResult[Any]:
         result = await run.execute()
         if result.stop_reason == "approval":
             store.mark(run_id, "paused", usage=run.usage)
+        # Off the loop's thread, so other runs on this loop go on while this one's log commits;
+        # before the claim is released, so whoever takes the run over finds all of it.
+        await store.commit(run_id)
     except LimitExceeded:
         await asyncio.to_thread(store.flush)
         raise
@@ -440,8 +524,21 @@ async def _logged(run: Run, store: RunStore | None) -> RunResult[Any]:
         raise
     finally:
         store.release(run_id)
-    # Off the loop's thread, so other runs on this loop go on while this one's log commits.
-    await store.commit(run_id)
+    return result
+
+
+async def _store_io(store: RunLog, call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)` on a store: off the event loop when the store may wait on the network."""
+    if store.blocking_io:
+        return await asyncio.to_thread(call, *args)
+    return call(*args)
+
+
+async def _now(call: Callable[[], T]) -> T:
+    return call()
+
+
+async def _returned(result: RunResult[Any]) -> RunResult[Any]:
     return result
 
 
@@ -456,9 +553,3 @@ def _fan_out(
         second(event)
 
     return both
-
-
-def _is_store(store: object) -> bool:
-    from steadyloop.store import RunStore
-
-    return store is None or isinstance(store, RunStore)

@@ -8,7 +8,8 @@
     ├── LimitExceeded                   the run hit a limit; `.reason`, `.result` (partial result)
     │   ├── TurnLimitExceeded           `Limits.max_turns` model calls were made
     │   ├── ContextLimitExceeded        the next request would not fit `Limits.max_context_tokens`
-    │   └── RepeatLimitExceeded         the same call failed the same way `max_repeats` times
+    │   ├── RepeatLimitExceeded         the same call failed the same way `max_repeats` times
+    │   └── CostLimitExceeded           the run has cost `Limits.max_cost_usd` or more
     ├── RunLogError                     the run log could not be written or read; `.run_id`
     ├── ToolError                       raised by tool code: the message goes to the model verbatim
     └── FatalToolError                  raised by tool code: stops the run and propagates
@@ -28,6 +29,7 @@ __all__ = [
     "ConfigError",
     "ContextLimitExceeded",
     "ContextWindowExceeded",
+    "CostLimitExceeded",
     "FatalToolError",
     "LimitExceeded",
     "ModelError",
@@ -132,6 +134,12 @@ class RepeatLimitExceeded(LimitExceeded):
     """Raised when the same call failed with the same error `Limits.max_repeats` times in a row."""
 
     reason = "repeat_limit"
+
+
+class CostLimitExceeded(LimitExceeded):
+    """Raised before a model call when what the run has cost reached `Limits.max_cost_usd`."""
+
+    reason = "cost_limit"
 
 
 class ToolError(SteadyloopError):

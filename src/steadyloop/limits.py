@@ -6,6 +6,7 @@ Pure logic: the agent asks these before each model call and after each batch of 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,17 +30,21 @@ _PER_MESSAGE_TOKENS = 4
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Hard stops for a run; each must be a positive int (there is no "unlimited").
+    """Hard stops for a run; the counts must be positive ints (there is no "unlimited").
 
     `max_turns`: model calls in this run (history does not count).
     `max_context_tokens`: no request whose context would exceed this is ever sent.
     `max_repeats`: the same call (name and arguments) failing with the same error this many
     times in a row stops the run.
+    `max_cost_usd`: the one optional limit (None: none). No model call starts once the run has
+    cost this much (US dollars, from `Usage.cost_usd`); a run whose model has no known price
+    cannot keep to it, so such a run does not start.
     """
 
     max_turns: int = 20
     max_context_tokens: int = 150_000
     max_repeats: int = 3
+    max_cost_usd: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_context_tokens", "max_repeats"):
@@ -49,6 +54,16 @@ class Limits:
                     f"Limits.{name} must be a positive int, got {value!r}; every run needs a "
                     "finite limit"
                 )
+        cost = self.max_cost_usd
+        if cost is not None and (
+            isinstance(cost, bool)
+            or not isinstance(cost, int | float)
+            or not math.isfinite(cost)
+            or cost <= 0
+        ):
+            raise ConfigError(
+                f"Limits.max_cost_usd must be a positive number of dollars or None, got {cost!r}"
+            )
 
 
 def estimate_tokens(message: Message) -> int:

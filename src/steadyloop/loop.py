@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from steadyloop.approvals import Approvals, Decision, Pause
 from steadyloop.context import RunContext, ToolContext, check_deps, make_instructions
+from steadyloop.cost import has_price, priced
 from steadyloop.effects import Effects, ModelCall, ToolInvocation
 from steadyloop.errors import (
+    ConfigError,
     ContextLimitExceeded,
     ContextWindowExceeded,
+    CostLimitExceeded,
     FatalToolError,
     LimitExceeded,
     ModelError,
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
     from steadyloop.agent import Agent
     from steadyloop.dispatch import Batch, Dispatcher
     from steadyloop.output import FinalAnswer
+    from steadyloop.tracing_spans import Tracing
 
 __all__ = ["Run"]
 
@@ -76,6 +80,7 @@ class Run:
         turns_used: int = 0,
         usage: Usage | None = None,
         recovered: Mapping[str, ToolResult] | None = None,
+        tracing: Tracing | None = None,
         answer: FinalAnswer | None = None,
         deps: Any = None,
         decisions: Mapping[str, Decision] | None = None,
@@ -83,7 +88,8 @@ class Run:
         """`prompt` None resumes: the history is this run's own log, `turns_used` its model
         calls and `usage` so far, and `recovered` the results of calls that finished before it
         stopped. `commit` makes what was recorded so far durable (the run log's write-ahead
-        points). `answer` is the `final_answer` tool of a run with a typed answer (one of the
+        points). `tracing`: the run's spans, when it is traced (the dispatcher has them too).
+        `answer` is the `final_answer` tool of a run with a typed answer (one of the
         dispatcher's tools); `deps` what the run's `RunContext` carries; `decisions` those
         made for the calls a paused run waits on (they are run, or denied)."""
         self.agent = agent
@@ -101,6 +107,8 @@ class Run:
             dispatcher = dispatcher.around(hooks)
         self.dispatcher = dispatcher
         self.prompt = UserMessage(prompt) if isinstance(prompt, str) else prompt
+        self.tracing = tracing
+        self.effects = agent.effects if tracing is None else tracing.around(agent.effects)
         self.notify = notify
         self.streaming = streaming
         self.run_id = run_id
@@ -121,6 +129,7 @@ class Run:
     async def execute(self) -> RunResult[Any]:
         """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
         prompt = self.prompt
+        await self._check_cost_limit_applies()
         self._emit(
             RunStarted(
                 self.run_id,
@@ -180,16 +189,36 @@ class Run:
         limits = self.agent.limits
         if self.turns >= limits.max_turns:
             self._stop(TurnLimitExceeded, f"turn limit reached: {limits.max_turns} model calls")
+        self._check_cost()
         tokens = self.transcript.context_tokens(self.fixed_tokens)
         compaction = self.agent.compaction
         if compaction is not None and tokens > compaction.trigger * limits.max_context_tokens:
             await self._compact()
+            self._check_cost()  # the summary was a paid call too
             tokens = self.transcript.context_tokens(self.fixed_tokens)
         if tokens > limits.max_context_tokens:
             self._stop(
                 ContextLimitExceeded,
                 f"context limit reached: the next request needs about {tokens} tokens, "
                 f"over max_context_tokens={limits.max_context_tokens}",
+            )
+
+    def _check_cost(self) -> None:
+        limit = self.agent.limits.max_cost_usd
+        cost = self.usage.cost_usd
+        if limit is not None and cost is not None and cost >= limit:
+            self._stop(
+                CostLimitExceeded,
+                f"cost limit reached: the run has cost ${cost:.4f}, max_cost_usd={limit:g}",
+            )
+
+    async def _check_cost_limit_applies(self) -> None:
+        """A cost limit is kept only with a known price: without one the run does not start."""
+        if self.agent.limits.max_cost_usd is not None and not await has_price(self.agent.model):
+            raise ConfigError(
+                f"Limits(max_cost_usd=...) needs the price of {self.agent.model.name}, and the "
+                "price tables (genai-prices) have none: name the model PROVIDER:MODEL as the "
+                "tables do (openai:gpt-4.1-mini), or drop the cost limit"
             )
 
     async def _call_model(self) -> AssistantMessage:
@@ -203,6 +232,7 @@ class Run:
                 if self.agent.compaction is None or compacted or not await self._compact():
                     self._stop(ContextLimitExceeded, f"the provider says: {exc}", cause=exc)
                 compacted = True
+                self._check_cost()
         self.usage += Usage(requests=1) + _tokens(reply)
         return self.transcript.with_unique_call_ids(reply)
 
@@ -220,15 +250,16 @@ class Run:
         def announce(attempt: int, error: ModelError, wait: float) -> None:
             self._emit(ModelRetry(self.turns, attempt, str(error), wait))
 
-        def call_with_retries() -> Awaitable[AssistantMessage]:
-            return retry_model_call(
+        async def call_with_retries() -> AssistantMessage:
+            reply = await retry_model_call(
                 lambda: self._request(request),
                 self.agent.model_retries,
                 self.agent.backoff,
                 announce,
             )
+            return await priced(reply, self.agent.model)  # what the effects see is priced
 
-        effects = self.agent.effects
+        effects = self.effects
         if effects is None:
             return await call_with_retries()
         model_call = ModelCall(self.run_id, self.turns, self.agent.model.name, request)
@@ -307,6 +338,7 @@ class Run:
             self.agent.limits.max_context_tokens * 2,
         )
         if reply is not None:
+            reply = await priced(reply, self.agent.model)
             self.usage += Usage(requests=1) + _tokens(reply)
         summary = self.transcript.summary_for(cut, text)
         self._append(summary)
@@ -386,6 +418,8 @@ class Run:
     def _emit(self, event: Event) -> None:
         if self.notify is not None:
             self.notify(event)
+        if self.tracing is not None:  # retries, compactions and stops are span events
+            self.tracing.observe(event)
 
     def _finish(self) -> RunResult[Any]:
         result = self.result()
@@ -409,6 +443,7 @@ def _tokens(reply: AssistantMessage) -> Usage:
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=usage.cost_usd,
     )
 
 

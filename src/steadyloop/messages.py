@@ -38,6 +38,9 @@ class Usage:
 
     `tool_calls` counts every dispatched call, failed ones included. The cache fields are what
     providers report as read from / written to their prompt cache (a part of `input_tokens`).
+    `cost_usd` is what the tokens cost in US dollars, None when the price is unknown (a model
+    the price tables do not list, the fakes). A sum adds the known costs and stays None only
+    when none is known, so an unknown cost never reads as free.
     """
 
     input_tokens: int = 0
@@ -46,8 +49,12 @@ class Usage:
     tool_calls: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cost_usd: float | None = None
 
     def __add__(self, other: Usage) -> Usage:
+        cost = self.cost_usd
+        if other.cost_usd is not None:
+            cost = other.cost_usd if cost is None else cost + other.cost_usd
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
@@ -55,9 +62,10 @@ class Usage:
             self.tool_calls + other.tool_calls,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            cost,
         )
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int | float | None]:
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -65,11 +73,17 @@ class Usage:
             "tool_calls": self.tool_calls,
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
+            "cost_usd": self.cost_usd,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
-        return cls(**{k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__})
+        """Reads `to_dict()`'s form; older logs have no `cost_usd` (unknown)."""
+        cost = data.get("cost_usd")
+        counts = {
+            k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__ and k != "cost_usd"
+        }
+        return cls(**counts, cost_usd=float(cost) if cost is not None else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +170,8 @@ class AssistantMessage:
     """One model reply: text and tool calls in the order the model produced them.
 
     `stop_reason` is canonical: "end_turn", "tool_use", "max_tokens" (cut off by the output limit),
-    or the provider's own word for anything else.
+    or the provider's own word for anything else. `response_id` is the provider's id of the reply
+    (for finding it in the provider's own logs and traces), when it gave one.
     """
 
     text: str = ""
@@ -164,6 +179,7 @@ class AssistantMessage:
     usage: Usage | None = None
     stop_reason: str | None = None
     reasoning: tuple[Reasoning, ...] = field(default=())
+    response_id: str | None = None
     type: ClassVar[str] = "assistant"
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,6 +192,8 @@ class AssistantMessage:
             out["stop_reason"] = self.stop_reason
         if self.reasoning:
             out["reasoning"] = [r.to_dict() for r in self.reasoning]
+        if self.response_id is not None:
+            out["response_id"] = self.response_id
         return out
 
     @classmethod
@@ -187,6 +205,7 @@ class AssistantMessage:
             usage=Usage.from_dict(usage) if usage is not None else None,
             stop_reason=data.get("stop_reason"),
             reasoning=tuple(Reasoning.from_dict(r) for r in data.get("reasoning", ())),
+            response_id=data.get("response_id"),
         )
 
 

@@ -19,7 +19,7 @@ from steadyloop.errors import LimitExceeded, ModelError, ToolError
 from steadyloop.limits import Limits, canonical_arguments
 from steadyloop.messages import AssistantMessage, Message, Summary
 from steadyloop.result import RunResult
-from steadyloop.store import RunStore, ToolRecord
+from steadyloop.store import RunLog, ToolRecord
 from steadyloop.testing import ScriptedModel
 from steadyloop.tools import BoundCall, Tool, ToolSpec
 
@@ -37,7 +37,7 @@ class ReplayReport:
 
 
 async def replay_run(
-    store: RunStore, run_id: str, tools: Sequence[Tool] = (), *, recorded_tools: bool = False
+    store: RunLog, run_id: str, tools: Sequence[Tool] = (), *, recorded_tools: bool = False
 ) -> ReplayReport:
     """Re-runs run `run_id` with its recorded replies and compares the transcript with the log."""
     info = store.run(run_id)

@@ -15,9 +15,9 @@ from steadyloop.approvals import Decision, Decisions, Defer, PendingCall, check_
 from steadyloop.errors import ConfigError
 from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage
 from steadyloop.result import RunResult
-from steadyloop.store import LoggedEvent, RunStore
+from steadyloop.store import LoggedEvent, RunInfo, RunLog
 
-__all__ = ["ResumePoint", "paused_point", "resume_point"]
+__all__ = ["ResumePoint", "logged_result", "paused_point", "resume_point"]
 
 RESUMABLE = ("running", "interrupted", "error")
 # A paused run is marked "paused"; "limit" is how the log reads one whose process died between
@@ -39,8 +39,8 @@ class ResumePoint:
     decisions: Mapping[str, Decision]
 
 
-def resume_point(store: RunStore, run_id: str, decisions: Decisions | None = None) -> ResumePoint:
-    """Reads run `run_id` (or a unique prefix) from the log; `ConfigError` if it cannot go on:
+def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None) -> ResumePoint:
+    """Reads run `run_id` from the log; `ConfigError` if it cannot go on:
     a run paused for approval needs `decisions` (one per waiting call), any other must not
     have any."""
     info = store.run(run_id)
@@ -61,7 +61,8 @@ def resume_point(store: RunStore, run_id: str, decisions: Decisions | None = Non
     for reply in replies:
         if reply.usage is not None:
             usage += Usage(input_tokens=reply.usage.input_tokens,
-                           output_tokens=reply.usage.output_tokens)  # fmt: skip
+                           output_tokens=reply.usage.output_tokens,
+                           cost_usd=reply.usage.cost_usd)  # fmt: skip
     recovered = {call_id: record.result for call_id, record in store.tool_records(info.id).items()}
     waiting = _waiting(messages, store.events(info.id), recovered)
     if paused and decisions is None:
@@ -95,6 +96,23 @@ def paused_point(result: RunResult[Any], decisions: Decisions | None) -> ResumeP
     pause.resumed = True
     return ResumePoint(
         result.run_id, result.messages, pause.turns, result.usage, dict(pause.held), decided
+    )
+
+
+def logged_result(store: RunLog, info: RunInfo) -> RunResult[Any]:
+    """The result of a run that finished, as its log has it (nothing is called again); a typed
+    answer comes back as the JSON it was logged as."""
+    finished = [e for e in store.events(info.id) if e.kind == "finished"]
+    messages = store.messages(info.id)
+    last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+    text = last.text if last is not None else ""
+    return RunResult(
+        output=finished[-1].data["output"] if finished else text,
+        messages=messages,
+        stop_reason=info.stop_reason or "end_turn",
+        usage=info.usage,
+        run_id=info.id,
+        text=text,
     )
 
 

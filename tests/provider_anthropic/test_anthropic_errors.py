@@ -167,7 +167,7 @@ async def test_transcribed_overload_inside_a_stream() -> None:
     assert len(fake.requests) == 1  # the SDK's retries cover the request, not the stream
 
 
-async def test_unreachable_server_is_retryable() -> None:
+async def test_unreachable_server_is_retryable_and_named_by_its_url() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -176,6 +176,7 @@ async def test_unreachable_server_is_retryable() -> None:
         await model.request(REQUEST)
     await model.aclose()
     assert caught.value.retryable
+    assert f"http://127.0.0.1:{port}" in str(caught.value)
     assert isinstance(caught.value.__cause__, anthropic.APIConnectionError)
 
 

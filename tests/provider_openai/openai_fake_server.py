@@ -218,13 +218,14 @@ def _check_tools(body: Mapping[str, Any], chat: bool) -> Fail | None:
             "empty_array",
             "tools",
         )
-    if "parallel_tool_calls" in body and not tools:
-        return _bad(
-            "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed "
-            "when 'tools' are specified.",
-            None,
-            "parallel_tool_calls",
-        )
+    for setting in ("parallel_tool_calls", "tool_choice"):
+        if setting in body and not tools:
+            return _bad(
+                f"Invalid value for '{setting}': '{setting}' is only allowed when 'tools' "
+                "are specified.",
+                None,
+                setting,
+            )
     for i, tool in enumerate(tools or ()):
         name = tool["function"]["name"] if chat else tool["name"]
         where = f"tools[{i}].function.name" if chat else f"tools[{i}].name"

@@ -1,14 +1,15 @@
 """A logged run in a process of its own, for tests that kill, block or crowd it.
 
-    python scripted_run.py STORE MODE [RUN_ID]
+    python scripted_run.py STORE MODE [RUN_ID] [--calls FOLDER]
 
-Each run asks for one `charge` call (not idempotent) and one `lookup` call (idempotent), then
-answers. Every call appends its name to STORE's folder/calls.log *after* its effect, so a test
-counts the effects. MODE says where the process stops:
+STORE is a path or URL. Each run asks for one `charge` call (not idempotent) and one `lookup`
+call (idempotent), then answers. Every call appends its name to FOLDER/calls.log (default: the
+store's folder) *after* its effect, so a test counts the effects. MODE says where the process
+stops:
 
 - `kill-in-tool`: `charge` kills its own process (SIGKILL) the moment it starts.
 - `kill-in-model`: the second model call kills the process, after both tools have finished.
-- `block`: `charge` waits until the file `release` exists beside the store.
+- `block`: `charge` waits until the file `release` exists in FOLDER.
 - `answer`: runs to the end; prints the run id.
 - `resume`: resumes RUN_ID and prints its answer.
 """
@@ -28,9 +29,7 @@ from steadyloop.testing import FunctionModel
 from steadyloop.tools import ToolSpec
 
 
-def main(store: Path, mode: str, run_id: str | None = None) -> None:
-    folder = store.parent
-
+def main(store: str, mode: str, run_id: str | None, folder: Path) -> None:
     def note(name: str) -> None:
         with (folder / "calls.log").open("a") as log:
             log.write(name + "\n")
@@ -76,4 +75,10 @@ def main(store: Path, mode: str, run_id: str | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2], *sys.argv[3:])
+    arguments = sys.argv[1:]
+    calls = Path(arguments[0]).parent
+    if "--calls" in arguments:
+        at = arguments.index("--calls")
+        calls = Path(arguments[at + 1])
+        del arguments[at : at + 2]
+    main(arguments[0], arguments[1], arguments[2] if len(arguments) > 2 else None, calls)

@@ -10,7 +10,7 @@ import json
 import re
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, BinaryIO, NoReturn, TypeVar
 
 import click
@@ -18,7 +18,9 @@ import click
 from steadyloop.agent import Agent
 from steadyloop.approvals import Approve, Decision, Decisions, Deny, PendingCall
 from steadyloop.cli.approve import terminal_approver
+from steadyloop.cli.ids import find_run, short_id
 from steadyloop.cli.live import make_view
+from steadyloop.cli.otlp import otlp_export
 from steadyloop.cli.setup import (
     agent_from_config,
     build_agent,
@@ -48,6 +50,16 @@ class Failure(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
+
+
+store_option = click.option(
+    "--store",
+    "store_url",
+    default=None,
+    metavar="PATH_OR_URL",
+    help="the run log: a SQLite path, sqlite:///PATH or postgresql://... "
+    "(default: $STEADYLOOP_HOME/runs.db)",
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -91,6 +103,15 @@ def cli() -> None:
     help="characters of each tool result the model reads",
 )
 @click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=lambda _ctx, _param, values: parse_settings(values),
+    help="a model setting sent with each request, VALUE as JSON or plain text "
+    "(e.g. --set temperature=0 --set tool_choice=required); repeatable",
+)
+@click.option(
     "--output",
     "output",
     metavar="FILE.py:NAME",
@@ -113,10 +134,12 @@ def cli() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--no-log", is_flag=True, help="do not write the run log")
+@store_option
 def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url: tuple[str, ...],
         model: str | None, instructions: str | None, max_turns: int, max_context_tokens: int,
-        max_tool_output: int, output: str | None, images: tuple[str, ...], ask: bool,
-        as_json: bool, no_log: bool) -> None:  # fmt: skip
+        max_tool_output: int, settings: dict[str, Any], output: str | None,
+        images: tuple[str, ...], ask: bool, as_json: bool, no_log: bool,
+        store_url: str | None) -> None:  # fmt: skip
     """Run an agent on PROMPT ('-' reads it from stdin) and print its answer."""
     if prompt == "-":
         prompt = _read_stdin().strip()
@@ -133,7 +156,8 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
             instructions=instructions,
             limits=Limits(max_turns=max_turns, max_context_tokens=max_context_tokens),
             max_tool_output=max_tool_output,
-            store=None if no_log else open_store(),
+            store=None if no_log else open_store(store_url),
+            settings=settings,
             output=output,
         )
     )
@@ -152,14 +176,15 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
     help="do not run this waiting call; the model reads the reason",
 )
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+@store_option
 def resume(
     run_id: str, model: str | None, approved: tuple[str, ...], denied: tuple[str, ...],
-    as_json: bool,
+    as_json: bool, store_url: str | None,
 ) -> None:  # fmt: skip
     """Continue a run that was killed, interrupted or failed, or one paused for approval
     (decide each waiting call with --approve or --deny)."""
-    store = _guard(open_store)
-    info = _guard(lambda: store.run(run_id))
+    store = _guard(lambda: open_store(store_url))
+    info = _guard(lambda: find_run(store, run_id))
     agent = _guard(lambda: agent_from_config(info.config, store, model=model))
     decisions = _decisions(approved, denied)
     _run_to_exit(
@@ -185,12 +210,13 @@ def _decisions(approved: tuple[str, ...], denied: tuple[str, ...]) -> Decisions 
 
 @cli.command()
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True)
-def logs(limit: int) -> None:
+@store_option
+def logs(limit: int, store_url: str | None) -> None:
     """List recent runs: id, when, model, turns, tokens, how each ended."""
-    if not store_path().exists():
+    if store_url is None and not store_path().exists():
         click.echo(render_runs([]))
         return
-    store = _guard(lambda: open_store(read_only=True))
+    store = _guard(lambda: open_store(store_url, read_only=True))
     click.echo(render_runs(_guard(lambda: store.runs(limit))))
 
 
@@ -198,14 +224,16 @@ def logs(limit: int) -> None:
 @click.argument("run_id", metavar="RUN")
 @click.option("--json", "as_json", is_flag=True, help="the run and all its events as JSON")
 @click.option("--full", is_flag=True, help="also print untruncated tool output")
-def show(run_id: str, as_json: bool, full: bool) -> None:
+@store_option
+def show(run_id: str, as_json: bool, full: bool, store_url: str | None) -> None:
     """Show a run's transcript: errors, truncations, compactions and stops marked."""
-    store = _guard(lambda: open_store(read_only=True))
+    store = _guard(lambda: open_store(store_url, read_only=True))
+    info = _guard(lambda: find_run(store, run_id))
     text = _guard(
         lambda: (
-            transcript_json(store, run_id)
+            transcript_json(store, info.id)
             if as_json
-            else render_transcript(store, run_id, full=full)
+            else render_transcript(store, info.id, full=full)
         )
     )
     click.echo(text)
@@ -225,39 +253,44 @@ def show(run_id: str, as_json: bool, full: bool) -> None:
     is_flag=True,
     help="answer tool calls with the logged outputs instead of running the tools",
 )
-def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool) -> None:  # fmt: skip
+@store_option
+def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool,
+           store_url: str | None) -> None:  # fmt: skip
     """Re-run a logged run with its recorded model replies; report where it diverges."""
     from steadyloop.replay import replay_run
 
-    store = _guard(lambda: open_store(read_only=True))
-    info = _guard(lambda: store.run(run_id))
+    store = _guard(lambda: open_store(store_url, read_only=True))
+    info = _guard(lambda: find_run(store, run_id))
     files = tool_files or tuple(info.config.get("tool_files", ()))
     tools = [] if recorded_tools else _guard(lambda: load_tools(files))
     report = _guard(
         lambda: asyncio.run(replay_run(store, info.id, tools, recorded_tools=recorded_tools))
     )
     if report.divergence is None:
-        click.echo(f"replay of {info.id[:12]} matches the log ({report.entries} entries)")
+        click.echo(f"replay of {short_id(info.id)} matches the log ({report.entries} entries)")
         return
-    click.echo(f"replay of {info.id[:12]} diverges from the log: {report.divergence}")
+    click.echo(f"replay of {short_id(info.id)} diverges from the log: {report.divergence}")
     sys.exit(EXIT_ERROR)
 
 
 @cli.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("-o", "--output", type=click.File("w"), default="-", help="file (default stdout)")
-def export(run_id: str, output: Any) -> None:
+@store_option
+def export(run_id: str, output: Any, store_url: str | None) -> None:
     """Write a run as JSON lines (loss-free; `steadyloop import` reads it back)."""
-    store = _guard(lambda: open_store(read_only=True))
-    for line in _guard(lambda: list(store.to_jsonl(run_id))):
+    store = _guard(lambda: open_store(store_url, read_only=True))
+    info = _guard(lambda: find_run(store, run_id))
+    for line in _guard(lambda: list(store.to_jsonl(info.id))):
         output.write(line + "\n")
 
 
 @cli.command(name="import")
 @click.argument("source", type=click.File("r"))
-def import_(source: Any) -> None:
+@store_option
+def import_(source: Any, store_url: str | None) -> None:
     """Add a run exported with `steadyloop export` to the run log."""
-    store = _guard(open_store)
+    store = _guard(lambda: open_store(store_url))
     run_id = _guard(lambda: store.from_jsonl(source))
     click.echo(run_id)
 
@@ -272,6 +305,50 @@ def lint(file: str) -> None:
     click.echo(report.render())
     if report.has_errors:
         sys.exit(EXIT_ERROR)
+
+
+def parse_settings(values: Sequence[str]) -> dict[str, Any]:
+    """`--set KEY=VALUE` options as a mapping: VALUE read as JSON where it is JSON
+    (`0`, `true`, `{"type": "auto"}`), as text otherwise (`required`)."""
+    settings: dict[str, Any] = {}
+    for item in values:
+        key, equals, raw = item.partition("=")
+        if not equals or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
+        try:
+            settings[key.strip()] = json.loads(raw)
+        except ValueError:
+            settings[key.strip()] = raw
+    return settings
+
+
+@cli.command()
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="the port to listen on (0 picks a free one)",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="the address to listen on")
+@click.option(
+    "--store",
+    "log",
+    default=None,
+    metavar="PATH_OR_URL",
+    help="the run log: a SQLite path, sqlite:///PATH or postgresql://... "
+    "(default: $STEADYLOOP_HOME/runs.db)",
+)
+@click.option("--open", "open_browser", is_flag=True, help="open the page in a web browser")
+def ui(port: int, host: str, log: str | None, open_browser: bool) -> None:
+    """Browse the run log in a local, read-only web page (pip install 'steadyloop[ui]')."""
+    from steadyloop.ui.server import serve
+
+    _guard(
+        lambda: serve(
+            log or store_path(), host=host, port=port, open_browser=open_browser, say=click.echo
+        )
+    )
 
 
 def _image(file: str) -> Image:
@@ -330,16 +407,17 @@ def _run_to_exit(
             await agent.aclose()
 
     try:
-        result = asyncio.run(go())
+        with otlp_export():
+            result = asyncio.run(go())
     except LimitExceeded as exc:
         _print_answer(exc.result, as_json=as_json, stopped=str(exc))
         sys.exit(EXIT_LIMIT)
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM
-        hint = f"; continue with: steadyloop resume {seen[0][:12]}" if seen else ""
+        hint = f"; continue with: steadyloop resume {short_id(seen[0])}" if seen else ""
         click.echo(f"interrupted{hint}", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except SteadyloopError as exc:
-        hint = f" (run {seen[0][:12]})" if seen else ""
+        hint = f" (run {short_id(seen[0])})" if seen else ""
         raise Failure(f"{exc}{hint}") from None
     _print_answer(result, as_json=as_json)
     if result.stop_reason == "approval":
@@ -359,7 +437,7 @@ def _print_waiting(result: RunResult[Any]) -> None:
         lines.append("the run was not logged (--no-log), so it cannot be resumed")
     else:
         lines.append(
-            f"continue with: steadyloop resume {result.run_id[:12]} --approve {first} "
+            f"continue with: steadyloop resume {short_id(result.run_id)} --approve {first} "
             f"(or --deny {first}=REASON), one option per waiting call"
         )
     click.echo("\n".join(lines), err=True)
@@ -399,6 +477,7 @@ def _print_answer(result: RunResult[Any], *, as_json: bool, stopped: str | None 
                     "output": output,
                     "stop_reason": result.stop_reason,
                     "usage": result.usage.to_dict(),
+                    "cost_usd": result.usage.cost_usd,
                     "run_id": result.run_id,
                     "stopped": stopped,
                     "pending": [

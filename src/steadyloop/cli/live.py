@@ -1,7 +1,8 @@
 """What a run shows while it works: a live panel on a terminal, plain lines otherwise.
 
 Both read the agent's events and write to stderr, so stdout carries only the answer. How the run
-ended (an answer, a limit, an error) is printed once by the command, after the view closes.
+ended (an answer, a limit, an error) is printed once by the command, after the view closes; what
+it cost, when the model's price is known, as the run goes and once more at its end.
 """
 
 from __future__ import annotations
@@ -13,17 +14,21 @@ import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Protocol
 
+from steadyloop.cli.ids import short_id
+from steadyloop.cli.show import format_cost
 from steadyloop.events import (
     CallDecided,
     Compacted,
     Event,
+    MessageAdded,
     ModelRequestStarted,
     ModelRetry,
+    RunFinished,
     RunStarted,
     ToolCallFinished,
     ToolCallStarted,
 )
-from steadyloop.messages import ToolCall
+from steadyloop.messages import AssistantMessage, ToolCall
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -56,11 +61,20 @@ def _arguments(call: ToolCall) -> str:
     return args if len(args) <= _ARGS_PREVIEW else args[: _ARGS_PREVIEW - 3] + "..."
 
 
+def _reply_cost(event: Event) -> float | None:
+    """What the reply an event adds cost, when it is a reply with a known price."""
+    if isinstance(event, MessageAdded) and isinstance(event.message, AssistantMessage):
+        usage = event.message.usage
+        return usage.cost_usd if usage is not None else None
+    return None
+
+
 class PlainView:
     """One line per step, for logs and pipes."""
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
+        self.cost: float | None = None
 
     def __enter__(self) -> PlainView:
         return self
@@ -69,7 +83,12 @@ class PlainView:
         self.stream.flush()
 
     def show(self, event: Event) -> None:
+        cost = _reply_cost(event)
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
         line = _plain_line(event)
+        if line is not None and self.cost is not None and isinstance(event, ModelRequestStarted):
+            line += f" · {format_cost(self.cost)} so far"
         if line is not None:
             print(line, file=self.stream, flush=True)
 
@@ -79,7 +98,7 @@ class PlainView:
 
 def _plain_line(event: Event) -> str | None:
     if isinstance(event, RunStarted) and event.run_id:
-        return f"run {event.run_id[:12]} · model {event.model}"
+        return f"run {short_id(event.run_id)} · model {event.model}"
     if isinstance(event, ModelRequestStarted):
         return (
             f"turn {event.turn} · context {event.context_tokens:,}/"
@@ -102,6 +121,8 @@ def _plain_line(event: Event) -> str | None:
             f"compacted: {event.summary.replaced} messages summarised, "
             f"{event.tokens_before:,} → {event.tokens_after:,} tokens"
         )
+    if isinstance(event, RunFinished) and event.result.usage.cost_usd is not None:
+        return f"cost {format_cost(event.result.usage.cost_usd)}"
     return None
 
 
@@ -116,6 +137,7 @@ class LiveView:
         self.turn = 0
         self.tokens = 0
         self.max_tokens = 1
+        self.cost: float | None = None
         self.calls: dict[str, tuple[ToolCall, float, ToolCallFinished | None]] = {}
         self.notes: list[str] = []
         # get_renderable: re-rendered on every refresh, so running calls' timers move
@@ -138,6 +160,9 @@ class LiveView:
             self.live.start()
 
     def show(self, event: Event) -> None:
+        cost = _reply_cost(event)
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
         if isinstance(event, ModelRequestStarted):
             self.turn = event.turn
             self.tokens, self.max_tokens = event.context_tokens, event.max_context_tokens
@@ -168,6 +193,7 @@ class LiveView:
                 total=self.max_tokens, completed=min(self.tokens, self.max_tokens), width=30
             ),
             f"{self.tokens:,}/{self.max_tokens:,} tokens",
+            format_cost(self.cost) if self.cost is not None else "",
         )
         calls = Table.grid(padding=(0, 1))
         for call, started, finished in self.calls.values():

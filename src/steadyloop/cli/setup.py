@@ -9,10 +9,16 @@ from typing import Any
 
 from steadyloop.agent import Agent
 from steadyloop.limits import Limits
-from steadyloop.store import RunStore
+from steadyloop.store import RunLog
 from steadyloop.tools import Tool, Toolset
 
-__all__ = ["agent_from_config", "build_agent", "load_tools", "open_store", "store_path"]
+__all__ = [
+    "agent_from_config",
+    "build_agent",
+    "load_tools",
+    "open_store",
+    "store_path",
+]
 
 
 def store_path() -> Path:
@@ -25,9 +31,12 @@ def store_path() -> Path:
     return Path(home).expanduser() / "runs.db"
 
 
-def open_store(*, read_only: bool = False) -> RunStore:
-    """The run log; commands that only read open it read-only (they never create one)."""
-    return RunStore(store_path(), read_only=read_only)
+def open_store(url: str | None = None, *, read_only: bool = False) -> RunLog:
+    """The run log at `url` (a path or URL; None: `store_path()`); commands that only read open
+    it read-only (they never create one)."""
+    from steadyloop.store import open_store as open_log
+
+    return open_log(url if url is not None else store_path(), read_only=read_only)
 
 
 def load_tools(files: Sequence[str]) -> list[Tool]:
@@ -58,16 +67,21 @@ def build_agent(
     instructions: str | None = None,
     limits: Limits | None = None,
     max_tool_output: int = 8_000,
-    store: RunStore | None = None,
+    store: RunLog | None = None,
+    settings: Mapping[str, Any] | None = None,
     output: str | None = None,
 ) -> Agent[Any]:
-    """The agent a command line describes; its tool files, servers and answer type
-    (`FILE.py:NAME`) are logged with each run so that `resume` and `replay` can rebuild it."""
+    """The agent a command line describes; its tool files, servers, model settings and answer
+    type (`FILE.py:NAME`) are logged with each run so that `resume` and `replay` can rebuild
+    it."""
+    from steadyloop.models import resolve_model
+
     tools: list[Tool | Toolset] = [*load_tools(tool_files), *mcp_servers(mcp, mcp_url)]
     metadata: dict[str, Any] = {
         "tool_files": [str(Path(f).resolve()) for f in tool_files],
         "mcp": list(mcp),
         "mcp_url": list(mcp_url),
+        "settings": dict(settings or {}),
     }
     output_type = None
     if output is not None:
@@ -77,7 +91,7 @@ def build_agent(
         path, _, name = output.rpartition(":")
         metadata["output"] = f"{Path(path).resolve()}:{name}"
     return Agent(
-        model,
+        resolve_model(model, settings=settings),
         tools=tools,
         instructions=instructions,
         limits=limits,
@@ -89,7 +103,7 @@ def build_agent(
 
 
 def agent_from_config(
-    config: Mapping[str, Any], store: RunStore, *, model: str | None = None
+    config: Mapping[str, Any], store: RunLog, *, model: str | None = None
 ) -> Agent[Any]:
     """The agent a logged run was made with (its tool files are loaded again)."""
     return build_agent(
@@ -101,5 +115,6 @@ def agent_from_config(
         limits=Limits(**config.get("limits", {})),
         max_tool_output=config.get("max_tool_output", 8_000),
         store=store,
+        settings=config.get("settings"),
         output=config.get("output"),
     )

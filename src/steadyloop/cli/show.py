@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from steadyloop.cli.ids import short_id
 from steadyloop.messages import (
     AssistantMessage,
     Summary,
@@ -15,39 +16,50 @@ from steadyloop.messages import (
     UserMessage,
     message_from_dict,
 )
-from steadyloop.store import RunInfo, RunStore, ToolRecord
+from steadyloop.store import RunInfo, RunLog, ToolRecord
 
-__all__ = ["render_runs", "render_transcript", "transcript_json"]
+__all__ = ["format_cost", "render_runs", "render_transcript", "transcript_json"]
+
+
+def format_cost(cost: float | None) -> str:
+    """Dollars to four decimals, to six below a cent; "-" when the price is unknown."""
+    if cost is None:
+        return "-"
+    return f"${cost:.6f}" if cost < 0.01 else f"${cost:.4f}"
 
 
 def render_runs(runs: Sequence[RunInfo]) -> str:
-    """One line per run: id, when, model, turns, tokens, how it ended."""
+    """One line per run: id, when, model, turns, tokens, cost, how it ended."""
     if not runs:
         return "no runs logged yet"
-    header = f"{'RUN':<12}  {'WHEN':<19}  {'MODEL':<28}  {'TURNS':>5}  {'TOKENS':>9}  ENDED"
+    header = (
+        f"{'RUN':<12}  {'WHEN':<19}  {'MODEL':<28}  {'TURNS':>5}  {'TOKENS':>9}  {'COST':>9}  ENDED"
+    )
     lines = [header]
     for run in runs:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
         tokens = run.usage.input_tokens + run.usage.output_tokens
         ended = run.stop_reason if run.status in ("answered", "limit") else run.status
         lines.append(
-            f"{run.id[:12]:<12}  {when:<19}  {run.model[:28]:<28}  {run.usage.requests:>5}  "
-            f"{tokens:>9,}  {ended}"
+            f"{short_id(run.id):<12}  {when:<19}  {run.model[:28]:<28}  {run.usage.requests:>5}  "
+            f"{tokens:>9,}  {format_cost(run.usage.cost_usd):>9}  {ended}"
         )
     return "\n".join(lines)
 
 
-def render_transcript(store: RunStore, run_id: str, *, full: bool = False) -> str:
+def render_transcript(store: RunLog, run_id: str, *, full: bool = False) -> str:
     """The run as the model saw it, each entry in order; `full` adds untruncated tool output."""
     info = store.run(run_id)
     return "\n".join(_transcript_lines(store, info, full=full))
 
 
-def _transcript_lines(store: RunStore, info: RunInfo, *, full: bool) -> Iterator[str]:
+def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[str]:
     records = store.tool_records(info.id)
     yield f"run {info.id} · {info.model} · {info.status}" + (
         f" ({info.stop_reason})" if info.stop_reason else ""
     )
+    if info.usage.cost_usd is not None:
+        yield f"cost {format_cost(info.usage.cost_usd)}"
     if info.error:
         yield f"error: {info.error}"
     for event in store.events(info.id):
@@ -117,7 +129,7 @@ def _result_lines(
         yield f"  full output:\n{record.output}"
 
 
-def transcript_json(store: RunStore, run_id: str) -> str:
+def transcript_json(store: RunLog, run_id: str) -> str:
     """The run row and its events as one JSON document."""
     info = store.run(run_id)
     return json.dumps(

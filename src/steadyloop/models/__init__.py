@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from steadyloop.errors import ConfigError
 from steadyloop.models.base import Model, ModelRequest, StreamPart
@@ -31,9 +33,12 @@ NO_MODEL_HINT = (
 )
 
 
-def resolve_model(spec: str | Model | None) -> Model:
-    """A `Model` as is; a spec string (or `STEADYLOOP_MODEL` when None) made into one."""
+def resolve_model(spec: str | Model | None, *, settings: Mapping[str, Any] | None = None) -> Model:
+    """A `Model` as is; a spec string (or `STEADYLOOP_MODEL` when None) made into one, with
+    `settings` (extra request fields such as temperature or tool_choice) when given."""
     if isinstance(spec, Model):
+        if settings:
+            raise ConfigError("settings go with a model spec; pass them to the Model itself")
         return spec
     text = (spec if spec is not None else os.environ.get("STEADYLOOP_MODEL", "")).strip()
     if not text:
@@ -41,7 +46,7 @@ def resolve_model(spec: str | Model | None) -> Model:
     if text == "test":
         from steadyloop.testing import TestModel
 
-        return TestModel()
+        return TestModel()  # it calls no server: settings have nothing to change
     provider, colon, name = text.partition(":")
     module_name = PROVIDERS.get(provider)
     if not colon or not name or module_name is None:
@@ -53,5 +58,5 @@ def resolve_model(spec: str | Model | None) -> Model:
         if exc.name == module_name:
             raise ConfigError(f"the {provider!r} provider is not available in this build") from exc
         raise
-    model: Model = module.from_spec(name)
+    model: Model = module.from_spec(name, settings=settings) if settings else module.from_spec(name)
     return model

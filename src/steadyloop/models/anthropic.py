@@ -28,7 +28,7 @@ from steadyloop.messages import AssistantMessage
 from steadyloop.models.anthropic_wire import PROVIDER, StreamAssembler, build_request, parse_message
 from steadyloop.models.base import Model, ModelRequest, StreamPart
 from steadyloop.models.deadline import Deadline
-from steadyloop.models.wire import ToolNames
+from steadyloop.models.wire import ToolNames, request_settings
 from steadyloop.retry import retry_after
 
 if TYPE_CHECKING:
@@ -55,9 +55,9 @@ NONSTREAMING_MAX_TOKENS = 8_192
 _CONTEXT_WORDS = re.compile(r"prompt is too long|exceed context limit|context window", re.I)
 
 
-def from_spec(name: str) -> AnthropicModel:
+def from_spec(name: str, *, settings: Mapping[str, Any] | None = None) -> AnthropicModel:
     """The model for the spec `anthropic:NAME`."""
-    return AnthropicModel(name)
+    return AnthropicModel(name, settings=settings)
 
 
 class AnthropicModel(Model):
@@ -194,9 +194,8 @@ class AnthropicModel(Model):
             "max_tokens": self.max_tokens,
             **build_request(request, names, replay_reasoning=replay),
         }
-        # Sent as raw JSON, so fields newer than the installed SDK work too; tool_choice
-        # without tools is a 400 (a compaction summary has no tools).
-        extra = {k: v for k, v in self.settings.items() if k != "tool_choice" or "tools" in params}
+        # Sent as raw JSON, so fields newer than the installed SDK work too.
+        extra = request_settings(self.settings, has_tools="tools" in params)
         if extra:
             params["extra_body"] = extra
         return params
@@ -212,7 +211,7 @@ class AnthropicModel(Model):
             raise error_from_response(exc.status_code, exc.body, headers, model=self.name) from exc
         except sdk.APIConnectionError as exc:
             raise ModelError(
-                f"{self.name}: could not reach the Anthropic API: {exc}",
+                f"{self.name}: could not reach {self._client.base_url}: {exc}",
                 retryable=True,
                 provider=PROVIDER,
             ) from exc

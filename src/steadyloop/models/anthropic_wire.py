@@ -226,6 +226,7 @@ def parse_message(data: Mapping[str, Any], names: ToolNames) -> AssistantMessage
         usage=parse_usage(data.get("usage")),
         stop_reason=stop if isinstance(stop, str) else None,
         reasoning=tuple(reasoning),
+        response_id=str(data["id"]) if data.get("id") else None,
     )
 
 
@@ -274,6 +275,8 @@ class StreamAssembler:
         kind = event.get("type")
         if kind == "message_start":
             start = event.get("message") or {}
+            if start.get("id"):
+                self._message["id"] = start["id"]
             self._merge_usage(start.get("usage"))
         elif kind == "content_block_start":
             return self._start(int(event.get("index") or 0), dict(event["content_block"]))

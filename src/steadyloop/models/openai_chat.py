@@ -34,7 +34,14 @@ from steadyloop.messages import (
 from steadyloop.models.base import Model, ModelRequest, StreamPart
 from steadyloop.models.deadline import Deadline
 from steadyloop.models.openai_errors import KeyHint, error_from_body, openai_errors
-from steadyloop.models.wire import IdRules, MediaRules, ToolNames, document_text, prepare_history
+from steadyloop.models.wire import (
+    IdRules,
+    MediaRules,
+    ToolNames,
+    document_text,
+    prepare_history,
+    request_settings,
+)
 from steadyloop.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -142,7 +149,7 @@ class OpenAIModel(Model):
         return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
 
     async def _post(self, path: str, body: dict[str, Any]) -> Mapping[str, Any]:
-        with openai_errors(self.name, self.hint):
+        with openai_errors(self.name, self.hint, self.client.base_url):
             async with Deadline(self.timeout, self.name):
                 data = await self.client.post(path, body=body, cast_to=object)
         if not isinstance(data, Mapping):
@@ -158,7 +165,7 @@ class OpenAIModel(Model):
         from openai import AsyncStream
 
         deadline = Deadline(self.timeout, self.name)
-        with openai_errors(self.name, self.hint):
+        with openai_errors(self.name, self.hint, self.client.base_url):
             async with deadline:
                 stream = await self.client.post(
                     path, body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
@@ -197,13 +204,13 @@ class OpenAIChatModel(OpenAIModel):
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        body.update(self.settings)
+        body.update(request_settings(self.settings, has_tools=bool(request.tools)))
         return body
 
 
-def from_spec(name: str) -> OpenAIChatModel:
+def from_spec(name: str, *, settings: Mapping[str, Any] | None = None) -> OpenAIChatModel:
     """`openai:MODEL`: Chat Completions with `OPENAI_API_KEY` / `OPENAI_BASE_URL`."""
-    return OpenAIChatModel(name)
+    return OpenAIChatModel(name, settings=settings)
 
 
 # -- to the wire ---------------------------------------------------------------------------------
@@ -333,6 +340,7 @@ def parse_chat_completion(
         tool_calls=calls,
         usage=chat_usage(data.get("usage")),
         stop_reason=_stop_reason(choice.get("finish_reason"), bool(calls)),
+        response_id=_response_id(data),
     )
 
 
@@ -487,7 +495,14 @@ class ChatStreamParser:
             tool_calls=calls,
             usage=self.usage,
             stop_reason=_stop_reason(self.finish_reason, bool(calls)),
+            response_id=_response_id(self.last_chunk),
         )
+
+
+def _response_id(data: Mapping[str, Any]) -> str | None:
+    """The completion's id (every chunk of a stream repeats it), when the server sent one."""
+    value = data.get("id")
+    return str(value) if value else None
 
 
 def _is_json(text: str) -> bool:

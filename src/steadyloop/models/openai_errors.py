@@ -58,8 +58,9 @@ class KeyHint:
 
 
 @contextmanager
-def openai_errors(provider: str, hint: KeyHint) -> Iterator[None]:
-    """Maps every `openai` SDK exception raised inside the block to a steadyloop error."""
+def openai_errors(provider: str, hint: KeyHint, base_url: object = None) -> Iterator[None]:
+    """Maps every `openai` SDK exception raised inside the block to a steadyloop error; a
+    connection error names `base_url`, so the server that is down is plain to see."""
     import openai
 
     try:
@@ -67,8 +68,9 @@ def openai_errors(provider: str, hint: KeyHint) -> Iterator[None]:
     except openai.APIStatusError as exc:
         raise _from_status(exc, provider, hint) from exc
     except openai.APIConnectionError as exc:  # also APITimeoutError, and streams cut mid-way
+        where = f" at {base_url}" if base_url is not None else ""
         raise ModelError(
-            f"{provider}: {exc.message} ({_cause(exc)})",
+            f"{provider}: {exc.message}{where} ({_cause(exc)})",
             retryable=True,
             provider=provider,
         ) from exc

@@ -31,7 +31,14 @@ from steadyloop.messages import (
 from steadyloop.models.base import ModelRequest, StreamPart
 from steadyloop.models.openai_chat import OPENAI_MEDIA, OpenAIModel, wire_arguments
 from steadyloop.models.openai_errors import KeyHint, error_from_body
-from steadyloop.models.wire import IdRules, MediaRules, ToolNames, document_text, prepare_history
+from steadyloop.models.wire import (
+    IdRules,
+    MediaRules,
+    ToolNames,
+    document_text,
+    prepare_history,
+    request_settings,
+)
 from steadyloop.tools import ToolSpec
 
 __all__ = [
@@ -85,13 +92,13 @@ class OpenAIResponsesModel(OpenAIModel):
             body["include"] = ["reasoning.encrypted_content"]
         if stream:
             body["stream"] = True
-        body.update(self.settings)
+        body.update(request_settings(self.settings, has_tools=bool(request.tools)))
         return body
 
 
-def from_spec(name: str) -> OpenAIResponsesModel:
+def from_spec(name: str, *, settings: Mapping[str, Any] | None = None) -> OpenAIResponsesModel:
     """`openai-responses:MODEL`, with `OPENAI_API_KEY` / `OPENAI_BASE_URL`."""
-    return OpenAIResponsesModel(name)
+    return OpenAIResponsesModel(name, settings=settings)
 
 
 # -- to the wire ---------------------------------------------------------------------------------
@@ -245,6 +252,7 @@ def _reply(output: Any, data: Mapping[str, Any], names: ToolNames) -> AssistantM
         usage=_usage(data.get("usage")),
         stop_reason=_stop_reason(data, bool(calls)),
         reasoning=tuple(reasoning),
+        response_id=str(data["id"]) if data.get("id") else None,
     )
 
 

@@ -16,19 +16,22 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from steadyloop.errors import ConfigError
 from steadyloop.media import IMAGE_TYPES, Document, Image
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 
 __all__ = [
+    "TOOL_SETTINGS",
     "IdRules",
     "MediaRules",
     "ToolNames",
     "document_text",
     "prepare_history",
+    "request_settings",
     "valid_tool_names",
 ]
 
@@ -201,3 +204,16 @@ def _missing_results(pending: Sequence[ToolCall]) -> list[ToolResult]:
 def _orphan_as_text(result: ToolResult) -> UserMessage:
     label = "error" if result.is_error else "result"
     return UserMessage(f"[tool {label} from {result.name} ({result.call_id})]\n{result.content}")
+
+
+# Settings that only mean something beside a list of tools: a request without tools (a
+# compaction summary, an agent without tools) that carried them would be refused (400).
+TOOL_SETTINGS = frozenset({"tool_choice", "parallel_tool_calls", "disable_parallel_tool_use"})
+
+
+def request_settings(settings: Mapping[str, Any], *, has_tools: bool) -> dict[str, Any]:
+    """The extra request fields to send: all of `settings`, less the tool-only ones when the
+    request has no tools."""
+    if has_tools:
+        return dict(settings)
+    return {key: value for key, value in settings.items() if key not in TOOL_SETTINGS}

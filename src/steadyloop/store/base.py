@@ -1,0 +1,228 @@
+"""What both SQL stores share: the run-log rules over a few primitives each database provides.
+
+A store subclasses `SqlLog` and provides `_read` (a query), `_import` (a run and its events in
+one transaction), `claim`/`release` (liveness) and `close`; queries are written once with `?`
+placeholders (`PARAM` rewrites them for drivers that want another style).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from steadyloop.errors import ConfigError, RunLogError
+from steadyloop.events import Event
+from steadyloop.messages import Message, Usage
+from steadyloop.store import records
+from steadyloop.store.records import LoggedEvent, RunInfo, RunRow, StatusRow, ToolRecord
+from steadyloop.store.writer import LogWriter
+
+__all__ = ["SqlLog", "tables"]
+
+
+def tables(*, real: str) -> list[str]:
+    """The statements that make schema version 1: runs, and their events in order. `real` is
+    the database's name for a double-precision float."""
+    return [
+        f"""CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            created {real} NOT NULL,
+            updated {real} NOT NULL,
+            model TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            history INTEGER NOT NULL,
+            config TEXT NOT NULL,
+            status TEXT NOT NULL,
+            stop_reason TEXT,
+            error TEXT,
+            usage TEXT NOT NULL
+        )""",
+        f"""CREATE TABLE events (
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,
+            at {real} NOT NULL,
+            kind TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        )""",
+        "CREATE INDEX runs_by_created ON runs(created)",
+    ]
+
+
+class SqlLog:
+    """The `RunLog` rules, for a subclass that provides the database primitives."""
+
+    location: str
+    read_only: bool
+    blocking_io = False
+    _writer: LogWriter
+
+    # -- primitives ----------------------------------------------------------------------------
+
+    def _read(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """Rows of a query; a failure is a `RunLogError` that names the log."""
+        raise NotImplementedError
+
+    def _import(self, run: Sequence[Any], events: Sequence[Sequence[Any]]) -> None:
+        """Adds a run row and its event rows in one transaction; `ConfigError` if the id exists."""
+        raise NotImplementedError
+
+    def claim(self, run_id: str) -> None:
+        raise NotImplementedError
+
+    def release(self, run_id: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        *,
+        model: str,
+        prompt: str,
+        history: Sequence[Message],
+        config: Mapping[str, Any],
+        run_id: str | None = None,
+    ) -> str:
+        """Adds a run (its history as its first events), claims it and returns its id. A
+        `run_id` already in the log is a `ConfigError` (and nothing is written)."""
+        self._refuse_if_read_only()
+        given = run_id is not None
+        run_id = run_id if run_id is not None else uuid.uuid4().hex
+        if given and not run_id:
+            raise ConfigError("a run id cannot be empty")
+        self.claim(run_id)
+        if given and self.find(run_id) is not None:
+            self.release(run_id)
+            raise ConfigError(
+                f"run {run_id} is already in {self.location}: pass if_exists='resume' or "
+                "'return' to go on from it or read it, or choose another id"
+            )
+        self._writer.submit(RunRow(run_id, time.time(), model, prompt, tuple(history), config))
+        return run_id
+
+    def recorder(self, run_id: str, next_seq: int | None = None) -> Callable[[Event], None]:
+        """A callback that logs each event of run `run_id` as it happens.
+
+        `next_seq` is the sequence number of its next event when the caller knows it (a run
+        just started logs its history as events 0..n-1); otherwise it is read from the log,
+        with the slots its last reply reserved for answers still missing.
+        """
+        slots: dict[str, int] = {}
+        if next_seq is None:
+            next_seq, slots = records.next_seqs(self.events(run_id))
+        return records.recorder(run_id, next_seq, slots, self._writer.submit)
+
+    async def commit(self, run_id: str) -> None:
+        """Returns once every event recorded so far is committed, without blocking the event
+        loop; raises `RunLogError` when a write of run `run_id` failed."""
+        await self._writer.commit()
+        failure = self._writer.failure(run_id)
+        if failure is not None:
+            raise RunLogError(
+                f"run {run_id} stopped: writing the run log {self.location} failed "
+                f"({type(failure).__name__}: {failure}); fix the cause (free disk space, "
+                f"restore the file or the connection), then `steadyloop resume {run_id}`",
+                run_id,
+            ) from failure
+
+    def flush(self) -> None:
+        """Returns once every event recorded so far is committed."""
+        self._writer.flush()
+
+    def mark(
+        self, run_id: str, status: str, error: str | None = None, usage: Usage | None = None
+    ) -> None:
+        """Sets the run's status (running, error, interrupted) and, when given, its usage."""
+        self._writer.submit(StatusRow(run_id, status, error, usage, time.time()))
+        self._writer.flush()
+
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise ConfigError(f"the run log {self.location} was opened read-only")
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def runs(self, limit: int = 20) -> list[RunInfo]:
+        """The most recent runs, newest first."""
+        self.flush()
+        rows = self._read("SELECT * FROM runs ORDER BY created DESC LIMIT ?", (limit,))
+        return [RunInfo.from_row(row) for row in rows]
+
+    def find(self, run_id: str) -> RunInfo | None:
+        """The run with exactly this id, or None."""
+        self.flush()
+        rows = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))
+        return RunInfo.from_row(rows[0]) if rows else None
+
+    def run(self, run_id: str) -> RunInfo:
+        """The run with exactly this id; `ConfigError` when there is none."""
+        info = self.find(run_id)
+        if info is None:
+            raise ConfigError(f"no run {run_id!r} in {self.location}; `steadyloop logs` lists them")
+        return info
+
+    def runs_with_prefix(self, prefix: str, limit: int = 2) -> list[RunInfo]:
+        """Runs whose id starts with `prefix` (at most `limit`), for the command line."""
+        self.flush()
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self._read(
+            "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?", (pattern, limit)
+        )
+        return [RunInfo.from_row(row) for row in rows]
+
+    def events(self, run_id: str) -> list[LoggedEvent]:
+        """Every logged event of the run, in order."""
+        self.flush()
+        rows = self._read(
+            "SELECT seq, at, kind, data FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
+        )
+        return [LoggedEvent(seq, at, kind, json.loads(data)) for seq, at, kind, data in rows]
+
+    def messages(self, run_id: str) -> tuple[Message, ...]:
+        """The run's transcript as logged (see `records.transcript`)."""
+        return records.transcript(self.events(run_id))
+
+    def tool_records(self, run_id: str) -> dict[str, ToolRecord]:
+        """The answered tool calls of the run, by call id (the last answer wins)."""
+        return records.tool_records(self.events(run_id))
+
+    # -- JSON lines ----------------------------------------------------------------------------
+
+    def to_jsonl(self, run_id: str) -> Iterator[str]:
+        """The run as JSON lines: the run row, each event, an end line; loss-free."""
+        info = self.run(run_id)
+        (row,) = self._read("SELECT * FROM runs WHERE id = ?", (info.id,))
+        return records.export_lines(row, self.events(info.id))
+
+    def from_jsonl(self, lines: Iterable[str]) -> str:
+        """Adds a run exported with `to_jsonl`; returns its id. Importing the same export again
+        changes nothing; a different run under an id already in the log is a `ConfigError`, and
+        so is anything that is not a whole export (nothing is written)."""
+        self._refuse_if_read_only()
+        run, events = records.read_export(lines)
+        values = [run[column] for column in records.RUN_COLUMNS]
+        existing = self.find(str(run["id"]))
+        if existing is not None:
+            theirs = records.export_lines(values, _logged_events(events))
+            if list(self.to_jsonl(existing.id)) == list(theirs):
+                return existing.id
+            raise ConfigError(
+                f"run {run['id']} is already in {self.location} with other contents; "
+                "it was not changed"
+            )
+        self._import(
+            values,
+            [(run["id"], e["seq"], e["at"], e["kind"], json.dumps(e["data"])) for e in events],
+        )
+        return str(run["id"])
+
+
+def _logged_events(events: Sequence[Mapping[str, Any]]) -> list[LoggedEvent]:
+    return [LoggedEvent(e["seq"], e["at"], e["kind"], e["data"]) for e in events]

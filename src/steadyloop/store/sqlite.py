@@ -1,0 +1,291 @@
+"""The SQLite run log: one file, zero set-up, the default.
+
+One row per run (model, prompt, status, totals) and one row per event: each transcript entry,
+each model request (its turn and size; the view itself is derived from the entries), each
+answered tool call with its arguments, timing, attempts and *untruncated* output, each
+compaction, limit and error. Rows are only ever appended (the run row's status and totals are
+the one thing updated). WAL mode with `synchronous=NORMAL`: a commit survives the process being
+killed without an fsync per commit; checkpoints (with their fsync) run in the background.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from steadyloop.errors import ConfigError, RunLogError
+from steadyloop.store.base import SqlLog, tables
+from steadyloop.store.locks import RunLocks
+from steadyloop.store.records import EventRow, FinishRow, Row, RunRow, StatusRow
+from steadyloop.store.writer import LogWriter
+
+__all__ = ["SCHEMA_VERSION", "RunStore"]
+
+SCHEMA_VERSION = 1
+# Seconds a connection waits for another process's write to finish before giving up.
+BUSY_SECONDS = 10.0
+# Rows written after which the background thread folds the write-ahead log into the file.
+CHECKPOINT_ROWS = 1000
+
+
+def _migrate_1(db: sqlite3.Connection) -> None:
+    """The first schema: runs, and their events in order."""
+    for statement in tables(real="REAL"):
+        db.execute(statement)
+
+
+# Schema version N is reached by running MIGRATIONS[N - 1] on version N - 1.
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_1,)
+
+INSERT_RUN = "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_EVENT = "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?)"
+FINISH_RUN = "UPDATE runs SET status = ?, stop_reason = ?, usage = ?, updated = ? WHERE id = ?"
+SET_STATUS = (
+    "UPDATE runs SET status = ?, error = ?, updated = ?, usage = COALESCE(?, usage) WHERE id = ?"
+)
+
+
+class RunStore(SqlLog):
+    """An append-only run log in one SQLite file (created, with its folder, on first use).
+
+    `read_only=True` opens an existing log for reading only (it never creates one and never
+    writes, not even a checkpoint). `close()` commits what is queued, releases the file and
+    folds the write-ahead log back into it; a store still open at interpreter exit is closed then.
+    """
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        self.path = Path(path).expanduser()
+        self.location = str(self.path)
+        self.read_only = read_only
+        self._unmade = False
+        self._lock = threading.Lock()
+        self._db = self._open_read_only() if read_only else self._open()
+        self._writer = LogWriter(_Backend(self._db), self._lock)
+        self._locks = RunLocks(self.path)
+        self._closer = weakref.finalize(self, _close, self._writer, self._locks, self._db)
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_SECONDS
+            )
+        except (sqlite3.Error, OSError) as exc:
+            raise self._cannot_open(exc) from exc
+        try:
+            # Refuse a log from a newer version before anything (even WAL mode) touches it.
+            self._check_version(db)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA wal_autocheckpoint=0")  # the writer thread checkpoints
+            _migrate(db)
+        except BaseException as exc:
+            db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._cannot_open(exc) from exc
+            raise
+        return db
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise ConfigError(f"no run log at {self.path} yet: no run has been logged there")
+        uri = self.path.resolve().as_uri()
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            self._check_version(db)
+        except sqlite3.OperationalError:
+            # A WAL log in a folder we cannot write lacks the shared-memory file a reader needs;
+            # nobody can be writing there, so the file is read as it stands.
+            db.close()
+            db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+            try:
+                self._check_version(db)
+            except sqlite3.Error as exc:
+                db.close()
+                raise self._cannot_open(exc) from exc
+        except sqlite3.Error as exc:
+            db.close()
+            raise self._cannot_open(exc) from exc
+        return db
+
+    def _check_version(self, db: sqlite3.Connection) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        # A log whose creator died before making its tables holds no runs; only a writer can
+        # bring an older schema up to date.
+        self._unmade = version == 0
+        if 0 < version < SCHEMA_VERSION and self.read_only:
+            db.close()
+            raise ConfigError(
+                f"the run log {self.path} has an older schema (version {version}); run any "
+                "command that writes to it (such as `steadyloop run`) once to upgrade it"
+            )
+        if version > SCHEMA_VERSION:
+            db.close()
+            raise ConfigError(
+                f"the run log {self.path} has schema version {version}, newer than this "
+                f"steadyloop understands ({SCHEMA_VERSION}); upgrade steadyloop to read it"
+            )
+
+    def _cannot_open(self, exc: BaseException) -> ConfigError:
+        return ConfigError(
+            f"cannot open the run log {self.path}: {exc}; move the file aside or point "
+            "STEADYLOOP_HOME elsewhere"
+        )
+
+    def close(self) -> None:
+        """Commits what is queued, drops this store's run locks and closes the file."""
+        self._closer()
+
+    # -- live runs ---------------------------------------------------------------------------
+
+    def claim(self, run_id: str) -> None:
+        """Marks run `run_id` live in this process; `ConfigError` when it is live elsewhere."""
+        try:
+            claimed = self._locks.claim(run_id)
+        except OSError as exc:
+            raise RunLogError(
+                f"cannot lock run {run_id} in {self._locks.path}: {exc}", run_id
+            ) from exc
+        if not claimed:
+            raise ConfigError(
+                f"run {run_id} is still running (in this or another process); wait for it to "
+                "finish or stop it, then resume it"
+            )
+
+    def release(self, run_id: str) -> None:
+        """Ends run `run_id`'s claim: it is no longer live here."""
+        self._locks.release(run_id)
+        self._writer.forget(run_id)
+
+    # -- primitives ----------------------------------------------------------------------------
+
+    def _read(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        if self.read_only and self._unmade:
+            return []
+        with self._lock:
+            try:
+                return self._db.execute(sql, parameters).fetchall()
+            except sqlite3.Error as exc:
+                raise RunLogError(
+                    f"reading the run log {self.path} failed: {exc}; if the file is damaged, "
+                    "move it aside (its runs can be exported from a copy)"
+                ) from exc
+
+    def _import(self, run: Sequence[Any], events: Sequence[Sequence[Any]]) -> None:
+        self.flush()
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute(INSERT_RUN, run)
+                self._db.executemany(INSERT_EVENT, events)
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.IntegrityError):
+                    raise ConfigError(f"run {run[0]} is already in {self.path}") from exc
+                raise RunLogError(f"importing into the run log {self.path} failed: {exc}") from exc
+
+
+class _Backend:
+    """The writer's view of the SQLite connection."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._rows_since_checkpoint = 0
+        self._changes_seen = db.total_changes
+
+    def begin(self, *, wait: bool) -> bool:
+        if wait:
+            self._db.execute("BEGIN IMMEDIATE")
+            return True
+        # Another process holding the write lock must not block the caller's thread.
+        self._db.execute("PRAGMA busy_timeout=0")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return False
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout={int(BUSY_SECONDS * 1000)}")
+        return True
+
+    def write(self, rows: Sequence[Row]) -> None:
+        statements = _Statements(self._db)
+        for row in rows:
+            if isinstance(row, EventRow):
+                statements.execute(INSERT_EVENT, row.values())
+            elif isinstance(row, RunRow):
+                statements.execute(INSERT_RUN, row.values())
+                for event in row.events():
+                    statements.execute(INSERT_EVENT, event)
+            elif isinstance(row, FinishRow):
+                statements.execute(FINISH_RUN, row.values())
+            elif isinstance(row, StatusRow):
+                statements.execute(SET_STATUS, row.values())
+        statements.send()
+
+    def commit(self) -> None:
+        self._db.execute("COMMIT")
+        self._rows_since_checkpoint += self._db.total_changes - self._changes_seen
+        self._changes_seen = self._db.total_changes
+
+    def rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # an unusable connection says so next time
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+
+    def upkeep(self) -> None:
+        """Folds the write-ahead log into the file once enough rows went in."""
+        if self._rows_since_checkpoint >= CHECKPOINT_ROWS:
+            with contextlib.suppress(sqlite3.Error):  # a reader in the way: next time
+                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                self._rows_since_checkpoint = 0
+
+
+class _Statements:
+    """Runs of the same statement are sent with one `executemany`."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._sql: str | None = None
+        self._rows: list[Sequence[Any]] = []
+
+    def execute(self, sql: str, parameters: Sequence[Any]) -> None:
+        if sql != self._sql:
+            self.send()
+            self._sql = sql
+        self._rows.append(parameters)
+
+    def send(self) -> None:
+        if self._sql is not None:
+            self._db.executemany(self._sql, self._rows)
+        self._sql, self._rows = None, []
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Brings the schema up to date inside one write transaction, so two processes opening a
+    new log at once cannot both migrate it."""
+    if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            MIGRATIONS[number - 1](db)
+            db.execute(f"PRAGMA user_version={number}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _close(writer: LogWriter, locks: RunLocks, db: sqlite3.Connection) -> None:
+    writer.close()
+    locks.close()
+    with contextlib.suppress(sqlite3.Error):
+        db.close()

@@ -1,0 +1,258 @@
+"""Writes run-log rows: on a background thread, or at once where a run must not go on before
+its rows are safe. The database itself is a `Backend`; this module decides when and with what.
+
+Recording an event costs a queue append; serialising and committing happen later, together. The
+background thread lets a burst gather for a couple of milliseconds so a turn's events share one
+wake-up and one commit. `commit()` is the write-ahead point of a run (`durability="turn"`): it
+returns once everything queued before it is committed. It commits on the caller's thread when
+the backend can start a transaction without waiting (a few rows: far cheaper than a hand-off to
+the thread and back) and waits for the thread otherwise, so the event loop never blocks on
+another process's lock. Upkeep (SQLite's checkpoints) runs on the background thread only.
+
+A write that fails (disk full, a damaged page, a lock held too long, a dropped connection)
+fails only its own run: the batch is rolled back and its rows are tried again run by run, so
+the other runs' rows still land; the failed run's later event rows are dropped (its log stays a
+clean prefix that `resume` can continue) and `failure(run_id)` reports the cause until
+`forget(run_id)`. The store goes on writing for every other run and recovers once the cause is
+gone.
+
+Items stay in the queue until whoever commits them takes them out holding `lock`, so a commit on
+the caller's thread sees everything not yet committed (or finds the lock held by the thread,
+whose batch may hold its rows, and waits for it instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import threading
+from collections.abc import Sequence
+from itertools import groupby
+from typing import Protocol
+
+from steadyloop.store.records import FinishRow, Row, StatusRow
+
+__all__ = ["Backend", "LogWriter"]
+
+logger = logging.getLogger("steadyloop.store")
+
+GATHER_SECONDS = 0.002
+# How long a commit on the caller's thread waits for the background thread's commit to end.
+HANDOVER_SECONDS = 0.002
+
+
+class Backend(Protocol):
+    """A database connection as the writer uses it (only ever from one thread at a time)."""
+
+    def begin(self, *, wait: bool) -> bool:
+        """Starts a write transaction; False (nothing started) when that would mean waiting."""
+
+    def write(self, rows: Sequence[Row]) -> None:
+        """Writes the rows in the open transaction."""
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None:
+        """Ends a failed transaction; never raises."""
+
+    def upkeep(self) -> None:
+        """Periodic work after commits, on the background thread (e.g. a checkpoint)."""
+
+
+class _Done:
+    """A marker the writer sets once everything queued before it is committed."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+    def set(self) -> None:
+        self.done.set()
+
+
+class _AsyncDone(_Done):
+    """A marker that also wakes an awaiting task on its own event loop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.get_running_loop()
+        self.future: asyncio.Future[None] = self.loop.create_future()
+
+    def set(self) -> None:
+        super().set()
+        # A closed loop raises RuntimeError: nobody is waiting any more.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(_resolve, self.future)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+_Item = Row | _Done | None
+
+
+class LogWriter:
+    """A single writer thread for one backend; `lock` guards the backend's connection."""
+
+    def __init__(self, backend: Backend, lock: threading.Lock) -> None:
+        self._backend = backend
+        self._lock = lock
+        self._items: collections.deque[_Item] = collections.deque()
+        self._wake = threading.Event()
+        # Set by `commit`, `flush` and `close` so the thread stops gathering and commits at once.
+        self._hurry = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._failed: dict[str, BaseException] = {}
+
+    def submit(self, row: Row) -> None:
+        """Queues a row to write; wakes the thread when the queue was empty (once it is
+        awake it takes everything queued by then)."""
+        if self._thread is None:
+            self._start()
+        was_empty = not self._items
+        self._items.append(row)
+        if was_empty:
+            self._wake.set()
+
+    def failure(self, run_id: str) -> BaseException | None:
+        """Why a write of run `run_id` failed, or None when all of them landed so far."""
+        return self._failed.get(run_id)
+
+    def forget(self, run_id: str) -> None:
+        """Clears the run's failure: its later writes are attempted again."""
+        self._failed.pop(run_id, None)
+
+    async def commit(self) -> None:
+        """Returns once every row queued before it is committed, without blocking the loop."""
+        if self._thread is None or self._commit_here():
+            return
+        marker = _AsyncDone()
+        self._enqueue_urgent(marker)
+        await marker.future
+
+    def flush(self) -> None:
+        """Returns once every row queued before it is committed (blocks the caller)."""
+        if self._thread is not None:
+            marker = _Done()
+            self._enqueue_urgent(marker)
+            marker.done.wait()
+
+    def close(self) -> None:
+        """Commits what is queued and stops the thread."""
+        if self._thread is not None:
+            self.flush()
+            self._enqueue_urgent(None)
+            self._thread.join()
+            self._thread = None
+
+    def _enqueue_urgent(self, item: _Item) -> None:
+        self._items.append(item)
+        self._hurry.set()
+        self._wake.set()
+
+    def _commit_here(self) -> bool:
+        """Commits what is queued on this thread if that needs no real waiting; False
+        otherwise. The thread's own commit (which may hold our rows) usually ends within a
+        fraction of a millisecond: that much is worth waiting for, a lock held longer is not."""
+        if not self._lock.acquire(timeout=HANDOVER_SECONDS):
+            return False
+        try:
+            items = self._take()
+            rows = [item for item in items if not isinstance(item, _Done | None)]
+            if rows and not self._commit(rows, wait=False):
+                self._items.extendleft(reversed(items))  # back, ahead of anything newer
+                return False
+        finally:
+            self._lock.release()
+        for item in items:
+            if isinstance(item, _Done):
+                item.set()
+            elif item is None:
+                self._enqueue_urgent(None)  # a stop request is the thread's to act on
+        return True
+
+    def _take(self) -> list[_Item]:
+        """Everything queued now, in order (the caller holds `lock`)."""
+        items: list[_Item] = []
+        while True:
+            try:
+                items.append(self._items.popleft())
+            except IndexError:
+                return items
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                thread = threading.Thread(
+                    target=self._work, name="steadyloop-log-writer", daemon=True
+                )
+                thread.start()
+                self._thread = thread
+
+    def _work(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            # Let the burst gather for a moment: one wake-up and one commit for a turn's events
+            # instead of one each (thread switches cost more than rows).
+            if self._hurry.wait(GATHER_SECONDS):
+                self._hurry.clear()
+            with self._lock:
+                items = self._take()
+                rows = [item for item in items if not isinstance(item, _Done | None)]
+                if rows:
+                    self._commit(rows, wait=True)
+                self._backend.upkeep()
+            for item in items:
+                if isinstance(item, _Done):
+                    item.set()
+            if None in items:
+                return
+
+    def _commit(self, rows: list[Row], *, wait: bool) -> bool:
+        """Commits the rows in one transaction, or run by run when that fails; False when the
+        backend was busy and `wait` is False (nothing written)."""
+        rows = [row for row in rows if not self._dropped(row)]
+        try:
+            if not self._backend.begin(wait=wait):
+                return False
+        except Exception as exc:
+            self._fail_all(rows, exc)
+            return True
+        if self._transaction(rows, begun=True) is None:
+            return True
+        # Something failed: find whose rows they were, so only that run fails.
+        for run_id, group in groupby(rows, key=lambda row: row.run_id):
+            run_rows = [row for row in group if not self._dropped(row)]
+            error = self._transaction(run_rows) if run_rows else None
+            if error is not None:
+                logger.debug("writing the run log failed", exc_info=error)
+                self._failed.setdefault(run_id, error)
+        return True
+
+    def _dropped(self, row: Row) -> bool:
+        """A failed run's event rows are dropped; its status rows still go through."""
+        return row.run_id in self._failed and not isinstance(row, StatusRow)
+
+    def _fail_all(self, rows: list[Row], exc: BaseException) -> None:
+        logger.debug("writing the run log failed", exc_info=exc)
+        for row in rows:
+            if not isinstance(row, StatusRow | FinishRow):
+                self._failed.setdefault(row.run_id, exc)
+
+    def _transaction(self, rows: list[Row], *, begun: bool = False) -> BaseException | None:
+        """Writes the rows in one transaction; the exception that rolled it back, if any."""
+        backend = self._backend
+        try:
+            if not begun:
+                backend.begin(wait=True)
+            backend.write(rows)
+            backend.commit()
+        except Exception as exc:
+            backend.rollback()
+            return exc
+        return None

@@ -1,0 +1,303 @@
+"""The spans of a traced run, per the OpenTelemetry GenAI semantic conventions.
+
+    invoke_agent                      the run (steadyloop.run_id, usage and cost at the end)
+    ├── chat {model}                  one per model call, its retries as events on it
+    ├── execute_tool {tool}           one per tool call, current inside the tool's own code
+    │   └── (the application's spans: the tool's HTTP and database calls)
+    └── ...                           compaction and limit stops as events on the run span
+
+A `Tracing` is an `Effects` (outermost, around the agent's own) plus a hook around the whole run;
+each span is made current while its part runs, so the tool span is the parent of whatever the
+tool's code traces, in a worker thread too (sync tools run in a copy of the caller's context).
+Content — instructions, messages, tool arguments and results, the texts of errors — is recorded
+only when asked for.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
+
+from steadyloop.cost import provider_and_model
+from steadyloop.effects import Effects, ModelCall, ToolInvocation, nest
+from steadyloop.events import Compacted, Event, LimitReached, ModelRetry, ToolCallFinished
+from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage, UserMessage
+from steadyloop.models.base import Model
+from steadyloop.result import RunResult
+
+__all__ = ["Tracing"]
+
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+REQUEST_MODEL = "gen_ai.request.model"
+ERROR_TYPE = "error.type"
+
+# One tracer per provider, made on its first traced run (making one costs tens of µs).
+_tracers: weakref.WeakKeyDictionary[TracerProvider, Tracer] = weakref.WeakKeyDictionary()
+
+
+def _tracer(provider: TracerProvider | None) -> Tracer:
+    if provider is None:
+        provider = trace.get_tracer_provider()
+    tracer = _tracers.get(provider)
+    if tracer is None:
+        version = importlib.metadata.version("steadyloop")
+        tracer = _tracers[provider] = provider.get_tracer("steadyloop", version)
+    return tracer
+
+
+class Tracing(Effects):
+    """The spans of one run: its own around the run, and one around each model and tool call."""
+
+    def __init__(self, provider: TracerProvider | None, content: bool, model: Model) -> None:
+        self._tracer = _tracer(provider)
+        self._content = content
+        provider_name, self._model = provider_and_model(model)
+        self._provider = provider_name or self._model
+        self._chat_name = f"chat {self._model}"
+        self._run_span: Span | None = None
+
+    def around(self, effects: Effects | None) -> Effects:
+        """These spans around the agent's own effects."""
+        if effects is None:
+            return self
+        return nest([self, effects]) or self  # two effects always nest into one
+
+    async def run(
+        self, run_id: str | None, execute: Callable[[], Awaitable[RunResult]]
+    ) -> RunResult:
+        """Runs `execute` inside the run's `invoke_agent` span."""
+        attributes: dict[str, Any] = {
+            OPERATION: "invoke_agent",
+            PROVIDER: self._provider,
+            REQUEST_MODEL: self._model,
+        }
+        if run_id is not None:
+            attributes["steadyloop.run_id"] = run_id
+        span = self._tracer.start_span(
+            "invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        self._run_span = span
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            result = await execute()
+        except BaseException as exc:
+            partial = getattr(exc, "result", None)  # a limit's or a fatal tool error's
+            if isinstance(partial, RunResult):
+                _record_result(span, partial)
+            self._record_error(span, exc)
+            raise
+        finally:
+            otel_context.detach(token)
+            self._run_span = None
+        _record_result(span, result)
+        span.end()
+        return result
+
+    async def model_call(
+        self, call: ModelCall, proceed: Callable[[], Awaitable[AssistantMessage]]
+    ) -> AssistantMessage:
+        attributes: dict[str, Any] = {
+            OPERATION: "chat",
+            PROVIDER: self._provider,
+            REQUEST_MODEL: self._model,
+        }
+        if self._content:
+            request = call.request
+            if request.instructions:
+                attributes["gen_ai.system_instructions"] = _json(
+                    [{"type": "text", "content": request.instructions}]
+                )
+            attributes["gen_ai.input.messages"] = _json(_input_messages(request.messages))
+        span = self._tracer.start_span(self._chat_name, kind=SpanKind.CLIENT, attributes=attributes)
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            reply = await proceed()
+        except BaseException as exc:
+            self._record_error(span, exc)
+            raise
+        finally:
+            otel_context.detach(token)
+        ended = _usage(reply.usage) if reply.usage is not None else {}
+        if reply.response_id is not None:
+            ended["gen_ai.response.id"] = reply.response_id
+        if reply.stop_reason is not None:
+            ended["gen_ai.response.finish_reasons"] = (reply.stop_reason,)
+        if self._content:
+            ended["gen_ai.output.messages"] = _json([_output_message(reply)])
+        span.set_attributes(ended)
+        span.end()
+        return reply
+
+    async def tool_call(
+        self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
+    ) -> ToolCallFinished:
+        name = call.call.name
+        attributes: dict[str, Any] = {
+            OPERATION: "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": call.call.id,
+            "gen_ai.tool.type": "function",
+        }
+        if call.tool is not None:
+            attributes["gen_ai.tool.description"] = call.tool.description
+        if self._content:
+            attributes["gen_ai.tool.call.arguments"] = _arguments_text(call.call.arguments)
+        span = self._tracer.start_span(
+            f"execute_tool {name}" if name else "execute_tool",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            finished = await proceed()
+        except BaseException as exc:
+            self._record_error(span, exc)
+            raise
+        finally:
+            otel_context.detach(token)
+        ended: dict[str, Any] = {
+            "steadyloop.tool.attempts": finished.attempts,
+            "steadyloop.tool.truncated": finished.truncated,
+        }
+        if finished.is_error:
+            ended[ERROR_TYPE] = _tool_error_type(call, finished)
+            text = finished.result.content if self._content else None
+            span.set_status(Status(StatusCode.ERROR, text))
+        elif self._content:
+            ended["gen_ai.tool.call.result"] = finished.result.content
+        span.set_attributes(ended)
+        span.end()
+        return finished
+
+    def observe(self, event: Event) -> None:
+        """Records the run's retries, compactions and limit stops as span events."""
+        if isinstance(event, ModelRetry):
+            # made inside the call's own span, which is current while it runs
+            attributes: dict[str, Any] = {
+                "steadyloop.attempt": event.attempt,
+                "steadyloop.wait_s": event.wait,
+            }
+            if self._content:
+                attributes["exception.message"] = event.error
+            trace.get_current_span().add_event("steadyloop.model_retry", attributes)
+        elif self._run_span is None:
+            return
+        elif isinstance(event, Compacted):
+            attributes = {
+                "steadyloop.compaction.replaced": event.summary.replaced,
+                "steadyloop.compaction.tokens_before": event.tokens_before,
+                "steadyloop.compaction.tokens_after": event.tokens_after,
+            }
+            if self._content:
+                attributes["steadyloop.compaction.summary"] = event.summary.text
+            self._run_span.add_event("steadyloop.compaction", attributes)
+        elif isinstance(event, LimitReached):
+            attributes = {"steadyloop.stop_reason": event.reason}
+            if self._content:
+                attributes["steadyloop.limit.message"] = event.message
+            self._run_span.add_event("steadyloop.limit", attributes)
+
+    def _record_error(self, span: Span, exc: BaseException) -> None:
+        """Ends `span` as failed: the error's kind always, its text only with content."""
+        # the dispatcher carries a run-stopping exception out of a call as `cause`
+        cause = getattr(exc, "cause", None)
+        error = cause if isinstance(cause, BaseException) else exc
+        span.set_attribute(ERROR_TYPE, type(error).__qualname__)
+        span.set_status(Status(StatusCode.ERROR, str(error) if self._content else None))
+        span.end()
+
+
+def _record_result(span: Span, result: RunResult) -> None:
+    ended = _usage(result.usage)
+    ended["steadyloop.stop_reason"] = result.stop_reason
+    ended["steadyloop.requests"] = result.usage.requests
+    ended["steadyloop.tool_calls"] = result.usage.tool_calls
+    span.set_attributes(ended)
+
+
+def _usage(usage: Usage) -> dict[str, Any]:
+    """The conventions' usage attributes (and the cost, when it is known)."""
+    attributes: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+    }
+    if usage.cache_read_tokens:
+        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+    if usage.cost_usd is not None:
+        attributes["steadyloop.cost_usd"] = usage.cost_usd
+    return attributes
+
+
+def _tool_error_type(call: ToolInvocation, finished: ToolCallFinished) -> str:
+    if call.tool is None:
+        return "unknown_tool"
+    if finished.cancelled:
+        return "cancelled"
+    return "tool_error"
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _arguments_text(arguments: str | Mapping[str, Any]) -> str:
+    return arguments if isinstance(arguments, str) else _json(dict(arguments))
+
+
+def _arguments_value(arguments: str | Mapping[str, Any]) -> object:
+    """The arguments as an object when they are JSON, as the conventions ask; else the text."""
+    if not isinstance(arguments, str):
+        return dict(arguments)
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def _input_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The model's view in the conventions' input-messages shape."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "parts": [{"type": "text", "content": message.text}]})
+        elif isinstance(message, AssistantMessage):
+            out.append(_output_message(message))
+        elif isinstance(message, ToolResult):
+            part = {
+                "type": "tool_call_response",
+                "id": message.call_id,
+                "response": message.content,
+            }
+            out.append({"role": "tool", "parts": [part]})
+        else:
+            out.append({"role": "user", "parts": [{"type": "text", "content": message.note}]})
+    return out
+
+
+def _output_message(reply: AssistantMessage) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if reply.text:
+        parts.append({"type": "text", "content": reply.text})
+    for call in reply.tool_calls:
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.id,
+                "name": call.name,
+                "arguments": _arguments_value(call.arguments),
+            }
+        )
+    message: dict[str, Any] = {"role": "assistant", "parts": parts}
+    if reply.stop_reason is not None:
+        message["finish_reason"] = reply.stop_reason
+    return message

@@ -1,0 +1,164 @@
+"""The run viewer's web application: a JSON API over the run log, and the page that uses it.
+
+    GET /                               the run list
+    GET /runs/{key}                     a run's page (key: its id, or its first 8 characters)
+    GET /api/runs?status=&model=&q=     runs, newest first, and what the filters can offer
+    GET /api/runs/{key}                 one run with its timeline and per-turn figures
+    GET /api/runs/{key}/events?after=N  its transcript entries after sequence number N
+    GET /static/...                     the page's script, style sheet and icon
+
+Every request but GET is refused (405): the viewer cannot change the log. While it listens on
+loopback it answers only requests addressed to a loopback name, so a web page elsewhere cannot
+read the log through DNS rebinding; and its pages may load nothing but their own assets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Collection
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from steadyloop.errors import ConfigError, SteadyloopError
+from steadyloop.store import RunLog
+from steadyloop.ui.data import run_entries, run_list, run_page
+
+__all__ = ["make_app"]
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+        "form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def make_app(
+    store: RunLog,
+    hosts: Collection[str] | None = None,
+    on_start: Callable[[], None] = lambda: None,
+) -> Starlette:
+    """The application over `store`; `hosts`: the only host names it answers (None: any);
+    `on_start` is called once the server runs it."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        on_start()
+        yield
+
+    def page(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    def runs(request: Request) -> Response:
+        query = request.query_params
+        found = run_list(
+            store,
+            status=query.get("status", ""),
+            model=query.get("model", ""),
+            text=query.get("q", ""),
+            limit=_number(query.get("limit"), 200),
+        )
+        return _json(found)
+
+    def run(request: Request) -> Response:
+        return _json(run_page(store, request.path_params["key"]))
+
+    def events(request: Request) -> Response:
+        after = _number(request.query_params.get("after"), -1)
+        return _json(run_entries(store, request.path_params["key"], after))
+
+    routes = [
+        Route("/", page),
+        Route("/runs/{key}", page),
+        Route("/api/runs", runs),
+        Route("/api/runs/{key}", run),
+        Route("/api/runs/{key}/events", events),
+        Mount("/static", StaticFiles(directory=STATIC)),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={
+            ConfigError: _error(404),  # no such run, or an id prefix several runs share
+            SteadyloopError: _error(500),
+        },
+    )
+    app.add_middleware(Guard, hosts=hosts)
+    return app
+
+
+class Guard:
+    """Refuses every method but GET and requests for a host not in `hosts`; adds `HEADERS`."""
+
+    def __init__(self, app: ASGIApp, hosts: Collection[str] | None) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal: Response | None = None
+        if scope["method"] != "GET":
+            refusal = PlainTextResponse(
+                "the run viewer is read-only: it answers GET requests only",
+                405,
+                headers={"Allow": "GET"},
+            )
+        elif self.hosts is not None and _host(scope) not in self.hosts:
+            refusal = PlainTextResponse(
+                "unknown host: open the viewer at the address it printed", 403
+            )
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message).update(HEADERS)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _host(scope: Scope) -> str:
+    """The host name a request is addressed to, without its port ("[::1]:80" -> "::1")."""
+    headers: dict[bytes, bytes] = dict(scope["headers"])
+    header = headers.get(b"host", b"").decode("latin-1").lower()
+    if header.startswith("["):
+        return header[1:].partition("]")[0]
+    return header.rpartition(":")[0] if ":" in header else header
+
+
+def _number(text: str | None, default: int) -> int:
+    """A whole-number query parameter; anything else is answered with 400."""
+    if text is None or text == "":
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise HTTPException(400, f"not a whole number: {text!r}") from None
+
+
+def _json(document: Any) -> Response:
+    return JSONResponse(document, headers={"Cache-Control": "no-store"})
+
+
+def _error(status: int) -> Callable[[Request, Exception], Response]:
+    def respond(request: Request, exc: Exception) -> Response:
+        return JSONResponse({"error": str(exc)}, status)
+
+    return respond
