@@ -295,7 +295,7 @@ class Run:
         batch = await self.dispatcher.run(
             reply.tool_calls, self.notify, run_id=self.run_id, turn=self.turns
         )
-        if self._paused(batch, {o.call.id: o.result for o in batch.outcomes}):
+        if self._paused(batch):
             return True
         for outcome in batch.outcomes:
             self._append(outcome.result)
@@ -312,12 +312,15 @@ class Run:
             )
         return self.answer is not None and self.answer.accepted
 
-    def _paused(self, batch: Batch, answers: Mapping[str, ToolResult]) -> bool:
+    def _paused(self, batch: Batch, answers: Mapping[str, ToolResult] | None = None) -> bool:
         """Holds a turn's results back while some of its calls wait for a decision: they enter
-        the transcript together, in call order, when the run resumes."""
+        the transcript together, in call order, when the run resumes. `answers`: the turn's
+        results, when not just the batch's."""
         approvals = self.approvals
         if approvals is None or not approvals.pending or batch.stop is not None:
             return False
+        if answers is None:
+            answers = {outcome.call.id: outcome.result for outcome in batch.outcomes}
         waiting = {call.call_id for call in approvals.pending}
         held = {call_id: r for call_id, r in answers.items() if call_id not in waiting}
         self.pause = Pause(tuple(approvals.pending), held, self.turns)
