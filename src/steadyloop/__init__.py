@@ -6,7 +6,9 @@ edit the conversation behind the model's back.
 """
 
 from steadyloop.agent import Agent
+from steadyloop.approvals import Approve, Defer, Deny, Edit, PendingCall
 from steadyloop.compaction import Compaction
+from steadyloop.context import RunContext
 from steadyloop.errors import (
     ConfigError,
     ContextLimitExceeded,
@@ -22,6 +24,7 @@ from steadyloop.errors import (
     TurnLimitExceeded,
 )
 from steadyloop.limits import Limits
+from steadyloop.media import Document, Image
 from steadyloop.messages import (
     AssistantMessage,
     Message,
@@ -38,18 +41,26 @@ from steadyloop.truncate import truncate
 
 __all__ = [
     "Agent",
+    "Approve",
     "AssistantMessage",
     "Compaction",
     "ConfigError",
     "ContextLimitExceeded",
     "ContextWindowExceeded",
     "CostLimitExceeded",
+    "Defer",
+    "Deny",
+    "Document",
+    "Edit",
     "FatalToolError",
+    "Image",
     "LimitExceeded",
     "Limits",
     "Message",
     "ModelError",
+    "PendingCall",
     "RepeatLimitExceeded",
+    "RunContext",
     "RunLogError",
     "RunResult",
     "SteadyloopError",

@@ -4,29 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
+from steadyloop.approvals import Approver, Decisions
 from steadyloop.compaction import Compaction
-from steadyloop.dispatch import Dispatcher
+from steadyloop.context import Instructions
+from steadyloop.dispatch import Dispatcher, ToolThreads
 from steadyloop.effects import Effects, nest
 from steadyloop.errors import ConfigError, LimitExceeded
 from steadyloop.events import Event
 from steadyloop.limits import Limits, TokenEstimator, estimate_tokens
 from steadyloop.loop import Run
-from steadyloop.messages import Message
+from steadyloop.messages import Message, Prompt, user_message
 from steadyloop.models import Model, resolve_model
-from steadyloop.result import RunResult
+from steadyloop.output import AnswerTools, OutputCheck
+from steadyloop.result import OutputT, RunResult
 from steadyloop.retry import Backoff
-from steadyloop.tools import Tool, Toolset, as_tool
+from steadyloop.tools import Tool, Toolset, as_tool, check_unique_names
 from steadyloop.tracing import run_tracing
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from steadyloop.resume import ResumePoint
     from steadyloop.store import RunLog
     from steadyloop.tracing_spans import Tracing
 
@@ -34,16 +36,18 @@ __all__ = ["Agent", "IfExists"]
 
 T = TypeVar("T")
 IfExists = Literal["error", "resume", "return"]
+OnEvent = Callable[[Event], None]
 
 
-class Agent:
+class Agent(Generic[OutputT]):
     """A model, the tools it may call, and the limits of every run.
 
     Args:
         model: a `Model`, or a spec string such as "openai:gpt-4.1-mini" or "test"
             (None: the `STEADYLOOP_MODEL` environment variable).
         tools: `@tool` objects, plain functions, and toolsets such as MCP servers.
-        instructions: the system prompt.
+        instructions: the system prompt, or `fn(ctx: RunContext) -> str` (sync or async) that
+            makes it at the start of each run (the text it makes is logged with the run).
         limits: turn, context-token and repeat limits, checked before each model call.
         max_tool_output: characters of each tool result the model reads (head and tail kept).
         tool_timeout: seconds a tool call may take unless the tool sets its own `timeout`.
@@ -66,6 +70,17 @@ class Agent:
             (`steadyloop.instrument()` traces every agent's).
         trace_content: also record prompts, instructions, replies, tool arguments and results
             and error texts on this agent's spans (off: names, ids, counts and kinds only).
+        output: the type of the answer (default `str`: the text of the last reply). Any type
+            pydantic validates (a model, dataclass, TypedDict, `list[...]`, `int`, ...): the
+            model answers by calling a `final_answer` tool, and `result.output` is the
+            validated value. A run may pass its own `output=`.
+        output_check: `fn(value) -> value` (sync or async) run on each typed answer; it may
+            raise `ToolError("...")` to send the model back to work. What it returns is the
+            output.
+        approver: `fn(call: PendingCall, ctx: RunContext) -> Approve() | Deny(reason) |
+            Edit(arguments) | Defer()` (sync or async) decides each call of a gated tool
+            (`@tool(approve=...)`); without one every such call is deferred: the run pauses
+            with `stop_reason="approval"` and `result.pending`, and `resume` continues it.
     """
 
     def __init__(
@@ -73,7 +88,7 @@ class Agent:
         model: Model | str | None = None,
         *,
         tools: Iterable[Tool | Toolset | Callable[..., Any]] = (),
-        instructions: str | None = None,
+        instructions: Instructions | None = None,
         limits: Limits | None = None,
         max_tool_output: int = 8_000,
         tool_timeout: float = 120.0,
@@ -87,6 +102,9 @@ class Agent:
         metadata: Mapping[str, Any] | None = None,
         tracer_provider: TracerProvider | None = None,
         trace_content: bool = False,
+        output: type[OutputT] | None = None,
+        output_check: OutputCheck | None = None,
+        approver: Approver | None = None,
     ) -> None:
         if max_tool_output < 0:
             raise ConfigError(f"max_tool_output must be >= 0, got {max_tool_output}")
@@ -108,6 +126,7 @@ class Agent:
         self.metadata = dict(metadata or {})
         self.durability = durability
         self._effects = nest(effects)
+        self.approver = approver
         self.tracer_provider = tracer_provider
         self.trace_content = trace_content
         # A log given as a path or URL is the agent's to open and close; an open one is not.
@@ -117,8 +136,9 @@ class Agent:
         self.tools: tuple[Tool, ...] = tuple(
             as_tool(t) for t in tools if not isinstance(t, Toolset)
         )
-        _check_unique(self.tools)
-        self._tool_threads = _ToolThreads()
+        check_unique_names(self.tools)
+        self._answers = AnswerTools(output, output_check, [t.name for t in self.tools])
+        self._tool_threads = ToolThreads()
         self._dispatcher: Dispatcher | None = (
             None if self.toolsets else self._make_dispatcher([], self._effects)
         )
@@ -135,32 +155,57 @@ class Agent:
         if self._dispatcher is not None:
             self._dispatcher = self._make_dispatcher([], self._effects)
 
+    # fmt: off
+    @overload
+    async def run(
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: None = None,
+        deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
+        if_exists: IfExists = "error",
+    ) -> RunResult[OutputT]: ...
+    @overload
+    async def run(
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: type[T],
+        deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
+        if_exists: IfExists = "error",
+    ) -> RunResult[T]: ...
+    @overload
+    async def run(
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any,
+        deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
+        if_exists: IfExists = "error",
+    ) -> RunResult[Any]: ...
+    # fmt: on
     async def run(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         history: Sequence[Message] = (),
-        on_event: Callable[[Event], None] | None = None,
+        output: Any = None,
+        deps: Any = None,
+        on_event: OnEvent | None = None,
         run_id: str | None = None,
         if_exists: IfExists = "error",
-    ) -> RunResult:
+    ) -> RunResult[Any]:
         """Runs until the model answers; raises `LimitExceeded` (with `.result`) at a limit.
 
-        `on_event` is called with each event as it happens (as `stream` yields them).
+        `prompt` is text, or a sequence of text, `Image` and `Document` parts. `output` is
+        this run's answer type (default: the agent's); `deps` reaches tools that take a
+        `RunContext` as `ctx.deps` (never logged). `on_event` is called with each event as it
+        happens (as `stream` yields them).
         `run_id` names the run in the log (default: a new random id). When the log already has
         it, `if_exists` says what to do: "error" (a `ConfigError`), "resume" (go on from the log;
         a finished run's logged result is returned without calling the model) or "return"
         (the finished run's logged result; a `ConfigError` for one that did not finish).
         """
         if run_id is not None:
-            existing = await self._existing_run(run_id, if_exists)
+            existing = await self._existing_run(run_id, if_exists, output, deps)
             if existing is not None:
                 return await existing(on_event)
-        return await self._start(prompt, history, on_event, run_id)
+        return await self._start(prompt, history, on_event, output, deps, run_id)
 
     async def _existing_run(
-        self, run_id: str, if_exists: IfExists
-    ) -> Callable[[Callable[[Event], None] | None], Awaitable[RunResult]] | None:
+        self, run_id: str, if_exists: IfExists, output: Any, deps: Any
+    ) -> Callable[[OnEvent | None], Awaitable[RunResult[Any]]] | None:
         """How to answer a run whose id is already logged; None when it is not (or "error")."""
         if if_exists not in ("error", "resume", "return"):
             raise ConfigError(f'if_exists must be "error", "resume" or "return", got {if_exists!r}')
@@ -180,60 +225,105 @@ class Agent:
                 f"run {run_id} has not finished (it is {info.status}): pass if_exists='resume' "
                 "to go on with it"
             )
-        return lambda on_event: self.resume(run_id, on_event=on_event)
+        return lambda on_event: self.resume(run_id, deps=deps, output=output, on_event=on_event)
 
+    # fmt: off
+    @overload
     async def resume(
-        self, run_id: str, *, on_event: Callable[[Event], None] | None = None
-    ) -> RunResult:
-        """Continues a logged run that was killed, interrupted or failed, from its log.
+        self, run: str | RunResult[Any], *, decisions: Decisions | None = None, deps: Any = None,
+        output: None = None, on_event: OnEvent | None = None,
+    ) -> RunResult[OutputT]: ...
+    @overload
+    async def resume(
+        self, run: str | RunResult[Any], *, decisions: Decisions | None = None, deps: Any = None,
+        output: type[T], on_event: OnEvent | None = None,
+    ) -> RunResult[T]: ...
+    @overload
+    async def resume(
+        self, run: str | RunResult[Any], *, decisions: Decisions | None = None, deps: Any = None,
+        output: Any, on_event: OnEvent | None = None,
+    ) -> RunResult[Any]: ...
+    # fmt: on
+    async def resume(
+        self,
+        run: str | RunResult[Any],
+        *,
+        decisions: Decisions | None = None,
+        deps: Any = None,
+        output: Any = None,
+        on_event: OnEvent | None = None,
+    ) -> RunResult[Any]:
+        """Continues a run: one paused for approval, or one killed, interrupted or failed.
 
-        Calls that finished are not run again; unfinished ones are run again if their tool is
-        `idempotent`, otherwise answered with an error saying they were interrupted.
+        `run` is a run id (needs the run log) or a paused `RunResult` (works without a log).
+        A paused run needs `decisions`, one per waiting call, keyed by call id or by the
+        `PendingCall` itself: `Approve()`, `Deny(reason)` or `Edit(arguments)`; a decision made
+        for other arguments, or a run not waiting, is a `ConfigError` and nothing runs. Calls
+        that finished are not run again; other unfinished ones are run again if their tool is
+        `idempotent`, otherwise answered with an error saying they were interrupted. `deps` and
+        `output` are given again, as to `run` (they are not logged).
         """
-        from steadyloop.resume import resume_point
+        from steadyloop.resume import paused_point, resume_point
 
+        if isinstance(run, RunResult) and (run.run_id is None or self.store is None):
+            point = paused_point(run, decisions)
+            return await _traced(await self._resumed(point, None, on_event, output, deps), None)
         store = self._require_store("resume")
-        run_id = await asyncio.to_thread(lambda: store.run(run_id).id)
+        name = run if isinstance(run, str) else str(run.run_id)
+        run_id = await asyncio.to_thread(lambda: store.run(name).id)
         await _store_io(store, store.claim, run_id)
         try:
-            point = await asyncio.to_thread(resume_point, store, run_id)
-            tracing = self._tracing()
-            run = Run(
-                self,
-                await self._dispatcher_for_run(tracing),
-                point.prompt,
-                point.messages,
-                _fan_out(self._recorder(store, run_id), on_event),
-                streaming=on_event is not None,
-                run_id=run_id,
-                commit=self._committer(store, run_id),
-                turns_used=point.turns_used,
-                usage=point.usage,
-                recovered=point.recovered,
-                tracing=tracing,
-            )
+            point = await asyncio.to_thread(resume_point, store, run_id, decisions)
+            resumed = await self._resumed(point, store, on_event, output, deps)
             store.mark(run_id, "running")
         except BaseException:
             store.release(run_id)
             raise
-        return await _traced(run, store)
+        return await _traced(resumed, store)
+
+    async def _resumed(
+        self,
+        point: ResumePoint,
+        store: RunLog | None,
+        on_event: OnEvent | None,
+        output: Any,
+        deps: Any,
+    ) -> Run:
+        """The run that continues from `point` (logged to `store` when there is one)."""
+        answer = self._answers.for_run(output)
+        tracing = self._tracing()
+        notify, commit = on_event, None
+        if store is not None and point.run_id is not None:
+            notify = _fan_out(self._recorder(store, point.run_id), on_event)
+            commit = self._committer(store, point.run_id)
+        return Run(
+            self, await self._dispatcher_for_run(tracing, answer), point.prompt, point.messages,
+            notify,
+            streaming=on_event is not None, run_id=point.run_id, commit=commit,
+            turns_used=point.turns_used, usage=point.usage, recovered=point.recovered,
+            tracing=tracing, answer=answer, deps=deps, decisions=point.decisions,
+        )  # fmt: skip
 
     async def _start(
         self,
-        prompt: str,
+        prompt: Prompt,
         history: Sequence[Message],
-        stream_to: Callable[[Event], None] | None = None,
+        stream_to: OnEvent | None,
+        output: Any,
+        deps: Any,
         run_id: str | None = None,
-    ) -> RunResult:
+    ) -> RunResult[Any]:
+        message = user_message(prompt)
+        answer = self._answers.for_run(output)
         tracing = self._tracing()
-        dispatcher = await self._dispatcher_for_run(tracing)
+        dispatcher = await self._dispatcher_for_run(tracing, answer)
         store = self.store
         notify, commit = stream_to, None
         if store is not None:
             start = functools.partial(
                 store.start_run,
                 model=self.model.name,
-                prompt=prompt,
+                prompt=message.text,
                 history=history,
                 config={**self.describe(), "tools": [t.name for t in dispatcher.tools]},
                 run_id=run_id,
@@ -245,8 +335,8 @@ class Agent:
             notify = _fan_out(self._recorder(store, run_id, len(history)), stream_to)
             commit = self._committer(store, run_id)
         run = Run(
-            self, dispatcher, prompt, history, notify, streaming=stream_to is not None,
-            run_id=run_id, commit=commit, tracing=tracing,
+            self, dispatcher, message, history, notify, streaming=stream_to is not None,
+            run_id=run_id, commit=commit, tracing=tracing, answer=answer, deps=deps,
         )  # fmt: skip
         return await _traced(run, store)
 
@@ -261,31 +351,59 @@ class Agent:
             return None
         return functools.partial(store.commit, run_id)
 
+    # fmt: off
+    @overload
+    def run_sync(
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: None = None,
+        deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
+    ) -> RunResult[OutputT]: ...
+    @overload
+    def run_sync(
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: type[T],
+        deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
+    ) -> RunResult[T]: ...
+    @overload
+    def run_sync(
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any,
+        deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
+    ) -> RunResult[Any]: ...
+    # fmt: on
     def run_sync(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         history: Sequence[Message] = (),
+        output: Any = None,
+        deps: Any = None,
         run_id: str | None = None,
         if_exists: IfExists = "error",
-    ) -> RunResult:
+    ) -> RunResult[Any]:
         """`run` for code without a running event loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(
-                self.run(prompt, history=history, run_id=run_id, if_exists=if_exists)
-            )
+            run = self.run(
+                prompt, history=history, output=output, deps=deps, run_id=run_id,
+                if_exists=if_exists,
+            )  # fmt: skip
+            return asyncio.run(run)
         raise RuntimeError("run_sync() was called inside a running event loop: await run()")
 
-    async def stream(self, prompt: str, *, history: Sequence[Message] = ()) -> AsyncIterator[Event]:
+    async def stream(
+        self,
+        prompt: Prompt,
+        *,
+        history: Sequence[Message] = (),
+        output: Any = None,
+        deps: Any = None,
+    ) -> AsyncIterator[Event]:
         """Runs like `run`, yielding each event as it happens; the last is `RunFinished`.
 
         A limit still raises `LimitExceeded` once its `LimitReached` and `RunFinished` events
         have been yielded. Leaving the loop early cancels the run.
         """
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        task = asyncio.create_task(self._start(prompt, history, queue.put_nowait))
+        task = asyncio.create_task(self._start(prompt, history, queue.put_nowait, output, deps))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -331,7 +449,8 @@ class Agent:
         limits = self.limits
         return {
             "model": self.model.name,
-            "instructions": self.instructions,
+            # callable instructions: the text each run made is logged with it instead
+            "instructions": self.instructions if not callable(self.instructions) else None,
             "limits": {
                 "max_turns": limits.max_turns,
                 "max_context_tokens": limits.max_context_tokens,
@@ -358,7 +477,7 @@ class Agent:
         self._tool_threads.shutdown()
         await asyncio.to_thread(self.close_store)
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Agent[OutputT]:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -368,16 +487,19 @@ class Agent:
         """The spans of a run that starts now; None (the usual case) when it is not traced."""
         return run_tracing(self.tracer_provider, self.trace_content, self.model)
 
-    async def _dispatcher_for_run(self, tracing: Tracing | None = None) -> Dispatcher:
-        if self._dispatcher is not None and tracing is None:
+    async def _dispatcher_for_run(
+        self, tracing: Tracing | None = None, answer: Tool | None = None
+    ) -> Dispatcher:
+        if self._dispatcher is not None and tracing is None and answer is None:
             return self._dispatcher
         started = await asyncio.gather(*(toolset.tools() for toolset in self.toolsets))
+        extra = [tool for tools in started for tool in tools]
         effects = self.effects if tracing is None else tracing.around(self.effects)
-        return self._make_dispatcher([tool for tools in started for tool in tools], effects)
+        return self._make_dispatcher(extra if answer is None else [*extra, answer], effects)
 
     def _make_dispatcher(self, extra: Sequence[Tool], effects: Effects | None) -> Dispatcher:
         tools = (*self.tools, *extra)
-        _check_unique(tools)
+        check_unique_names(tools)
         return Dispatcher(
             {t.name: t for t in tools},
             tool_timeout=self.tool_timeout,
@@ -392,14 +514,14 @@ class Agent:
         return f"Agent({self.model.name!r}, tools=[{names}])"
 
 
-async def _traced(run: Run, store: RunLog | None) -> RunResult:
+async def _traced(run: Run, store: RunLog | None) -> RunResult[Any]:
     """Runs `run` in its logs: the run log, and its spans when it is traced."""
     if run.tracing is None:
         return await _logged(run, store)
     return await run.tracing.run(run.run_id, functools.partial(_logged, run, store))
 
 
-async def _logged(run: Run, store: RunLog | None) -> RunResult:
+async def _logged(run: Run, store: RunLog | None) -> RunResult[Any]:
     """Runs `run`, marking in the log how it ended when it did not end by answering, and
     releasing its claim however it ended."""
     if store is None or run.run_id is None:
@@ -407,6 +529,8 @@ async def _logged(run: Run, store: RunLog | None) -> RunResult:
     run_id = run.run_id
     try:
         result = await run.execute()
+        if result.stop_reason == "approval":
+            store.mark(run_id, "paused", usage=run.usage)
         # Off the loop's thread, so other runs on this loop go on while this one's log commits;
         # before the claim is released, so whoever takes the run over finds all of it.
         await store.commit(run_id)
@@ -435,7 +559,7 @@ async def _now(call: Callable[[], T]) -> T:
     return call()
 
 
-async def _returned(result: RunResult) -> RunResult:
+async def _returned(result: RunResult[Any]) -> RunResult[Any]:
     return result
 
 
@@ -450,38 +574,3 @@ def _fan_out(
         second(event)
 
     return both
-
-
-class _ToolThreads:
-    """The agent's threads for sync tools, started on first use, with no cap: every sync call
-    in flight, of all concurrent runs, starts at once instead of queueing behind others. The
-    pool starts a thread only when none is idle, so it grows to the most calls that were ever
-    in flight together.
-
-    Its own object, so that the dispatcher holds no reference back to the agent: an agent
-    nobody holds is freed at once (closing its run log), not at the next garbage collection.
-    """
-
-    def __init__(self) -> None:
-        self._executor: ThreadPoolExecutor | None = None
-
-    def get(self) -> Executor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(sys.maxsize, thread_name_prefix="steadyloop-tool")
-        return self._executor
-
-    def shutdown(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
-
-
-def _check_unique(tools: Sequence[Tool]) -> None:
-    seen: set[str] = set()
-    for tool in tools:
-        if tool.name in seen:
-            raise ConfigError(
-                f"two tools are named {tool.name!r}: give one another name with "
-                "@tool(name=...), or pass prefix='...' to one of the MCP servers"
-            )
-        seen.add(tool.name)

@@ -16,14 +16,15 @@ import functools
 import inspect
 import json
 import logging
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from steadyloop.deadline import DeadlinePassed, await_with_deadline, run_in_thread
-from steadyloop.effects import Effects, ToolInvocation
+from steadyloop.effects import Effects, ToolInvocation, nest
 from steadyloop.errors import FatalToolError, ToolError
 from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
 from steadyloop.messages import ToolCall, ToolResult
@@ -31,11 +32,12 @@ from steadyloop.retry import Backoff, retry_context
 from steadyloop.tools import ArgumentsError, BoundCall, Tool, ToolOutput
 from steadyloop.truncate import truncate
 
-__all__ = ["Batch", "Dispatcher", "parse_arguments"]
+__all__ = ["Batch", "Dispatcher", "ToolThreads", "parse_arguments"]
 
 logger = logging.getLogger("steadyloop.dispatch")
 
 CANCELLED_TEXT = "cancelled: the run stopped before this call finished"
+EDITED_TEXT = "the reviewer changed the arguments of this call to {arguments}; with them:\n"
 _RAW_PREVIEW = 200
 
 
@@ -83,6 +85,7 @@ class Dispatcher:
     ) -> None:
         self._tools = tools
         self._effects = effects
+        self._settings = (tool_timeout, max_output, backoff, executor)
         self.tools = tuple(tools.values())
         self._timeout = tool_timeout
         self._max_output = max_output
@@ -91,6 +94,20 @@ class Dispatcher:
         self._available = ", ".join(sorted(tools)) or "(none)"
         # Tasks of async tools that ignored being cancelled at their deadline, until they end.
         self._lingering: set[asyncio.Task[None]] = set()
+
+    def around(self, inner: Sequence[Effects]) -> Dispatcher:
+        """A dispatcher for the same tools whose calls also go through `inner` (innermost,
+        right around each call; the first outermost): the hooks of one run."""
+        timeout, max_output, backoff, executor = self._settings
+        outer = [] if self._effects is None else [self._effects]
+        return Dispatcher(
+            self._tools,
+            tool_timeout=timeout,
+            max_output=max_output,
+            backoff=backoff,
+            executor=executor,
+            effects=nest([*outer, *inner]),
+        )
 
     async def run(
         self,
@@ -155,7 +172,9 @@ class Dispatcher:
         call: ToolCall,
         locks: dict[str, asyncio.Lock],
         notify: Callable[[Event], None] | None,
+        edited: Mapping[str, Any] | None = None,
     ) -> ToolCallFinished:
+        """Answers `call`; with `edited` arguments (from an effect), runs it with those."""
         if notify is not None:
             notify(ToolCallStarted(call))
         started = time.perf_counter()
@@ -166,7 +185,7 @@ class Dispatcher:
         try:
             if tool is None:
                 raise _Failure(self._unknown_tool(call.name))
-            arguments = parse_arguments(call.arguments)
+            arguments = parse_arguments(call.arguments if edited is None else edited)
             try:
                 bound = tool.bind(arguments)
             except ArgumentsError as exc:
@@ -190,6 +209,8 @@ class Dispatcher:
             if notify is not None:
                 notify(outcome)
             raise _Stop(exc, outcome) from None
+        if edited is not None:
+            text = EDITED_TEXT.format(arguments=json.dumps(dict(edited), default=str)) + text
         outcome = self._finish(call, tool, text, is_error, images, started, attempts)
         if notify is not None:
             notify(outcome)
@@ -331,3 +352,27 @@ def parse_arguments(raw: str | Mapping[str, Any] | None) -> Mapping[str, Any]:
             f"got {type(value).__name__}: {text[:_RAW_PREVIEW]}"
         )
     return value
+
+
+class ToolThreads:
+    """The agent's threads for sync tools, started on first use, with no cap: every sync call
+    in flight, of all concurrent runs, starts at once instead of queueing behind others. The
+    pool starts a thread only when none is idle, so it grows to the most calls that were ever
+    in flight together.
+
+    Its own object, so that the dispatcher holds no reference back to the agent: an agent
+    nobody holds is freed at once (closing its run log), not at the next garbage collection.
+    """
+
+    def __init__(self) -> None:
+        self._executor: ThreadPoolExecutor | None = None
+
+    def get(self) -> Executor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(sys.maxsize, thread_name_prefix="steadyloop-tool")
+        return self._executor
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

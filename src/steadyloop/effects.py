@@ -10,14 +10,16 @@ loop calls straight through, at no cost.
 
 The model hook wraps the whole call, retries included (the retries are the loop's business);
 the tool hook wraps the whole call, from an unknown name or bad arguments to the rendered
-result. The hooks of one turn's tool calls start in call order.
+result. The hooks of one turn's tool calls start in call order. A tool hook may also run the
+call with other arguments, `proceed(arguments)` (validated again; the result says a reviewer
+changed them), which is how an approval edits a call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from steadyloop.events import ToolCallFinished
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from steadyloop.models.base import ModelRequest
     from steadyloop.tools import Tool
 
-__all__ = ["Effects", "ModelCall", "ToolInvocation", "nest"]
+__all__ = ["Effects", "ModelCall", "Proceed", "ToolInvocation", "nest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,14 @@ class ToolInvocation:
     tool: Tool | None
 
 
+class Proceed(Protocol):
+    """Answers the tool call: as the model made it, or with `arguments` instead."""
+
+    def __call__(
+        self, arguments: Mapping[str, Any] | None = None, /
+    ) -> Awaitable[ToolCallFinished]: ...
+
+
 class Effects:
     """Around-hooks for the effects of a run; the defaults just proceed. Subclass and override."""
 
@@ -57,9 +67,7 @@ class Effects:
         """Wraps one model call (retries included); returns its reply."""
         return await proceed()
 
-    async def tool_call(
-        self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
-    ) -> ToolCallFinished:
+    async def tool_call(self, call: ToolInvocation, proceed: Proceed) -> ToolCallFinished:
         """Wraps one tool call; returns how it was answered."""
         return await proceed()
 
@@ -76,10 +84,22 @@ class _Nested(Effects):
     ) -> AssistantMessage:
         return await self._outer.model_call(call, lambda: self._inner.model_call(call, proceed))
 
-    async def tool_call(
-        self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
-    ) -> ToolCallFinished:
-        return await self._outer.tool_call(call, lambda: self._inner.tool_call(call, proceed))
+    async def tool_call(self, call: ToolInvocation, proceed: Proceed) -> ToolCallFinished:
+        def inner(arguments: Mapping[str, Any] | None = None, /) -> Awaitable[ToolCallFinished]:
+            if arguments is None:
+                return self._inner.tool_call(call, proceed)
+            edited = ToolInvocation(
+                call.run_id, call.turn, replace(call.call, arguments=dict(arguments)), call.tool
+            )
+
+            def edited_proceed(
+                again: Mapping[str, Any] | None = None, /
+            ) -> Awaitable[ToolCallFinished]:
+                return proceed(arguments if again is None else again)
+
+            return self._inner.tool_call(edited, edited_proceed)
+
+        return await self._outer.tool_call(call, inner)
 
 
 def nest(effects: Effects | Sequence[Effects] | None) -> Effects | None:

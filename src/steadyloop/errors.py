@@ -20,7 +20,7 @@ loop: they become error results the model reads. Everything here is what the cal
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from steadyloop.result import RunResult
@@ -110,7 +110,7 @@ class LimitExceeded(SteadyloopError):
 
     reason = "limit"
 
-    def __init__(self, message: str, result: RunResult) -> None:
+    def __init__(self, message: str, result: RunResult[Any]) -> None:
         super().__init__(message)
         self.result = result
 
@@ -152,4 +152,4 @@ class FatalToolError(SteadyloopError):
     When it leaves `Agent.run`, `result` holds the partial `RunResult` (every call answered).
     """
 
-    result: RunResult | None = None
+    result: RunResult[Any] | None = None

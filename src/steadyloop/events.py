@@ -4,8 +4,9 @@ happened in a run, in the order it happened.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from steadyloop.messages import Message, Summary, ToolCall, ToolResult
 
@@ -13,8 +14,10 @@ if TYPE_CHECKING:
     from steadyloop.result import RunResult
 
 __all__ = [
+    "CallDecided",
     "Compacted",
     "Event",
+    "InstructionsMade",
     "LimitReached",
     "MessageAdded",
     "ModelRequestStarted",
@@ -36,6 +39,13 @@ class RunStarted:
     model: str
     prompt: str
     history: int
+
+
+@dataclass(frozen=True, slots=True)
+class InstructionsMade:
+    """Callable instructions produced this run's system prompt, `text` (logged with the run)."""
+
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +125,19 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class CallDecided:
+    """A gated call was decided: `decision` is "approved", "denied", "edited" or "deferred"
+    (waiting for `resume`). `arguments` are the model's; `reason` says why a call was denied,
+    `edited` holds the arguments it ran with instead."""
+
+    call: ToolCall
+    decision: str
+    arguments: Mapping[str, Any]
+    reason: str = ""
+    edited: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Compacted:
     """Compaction appended `summary`; the context went from `tokens_before` to `tokens_after`."""
 
@@ -135,11 +158,12 @@ class LimitReached:
 class RunFinished:
     """The run ended with `result` (answered, or stopped by a limit)."""
 
-    result: RunResult
+    result: RunResult[Any]
 
 
 Event: TypeAlias = (
     RunStarted
+    | InstructionsMade
     | ModelRequestStarted
     | ModelRetry
     | TextDelta
@@ -147,6 +171,7 @@ Event: TypeAlias = (
     | MessageAdded
     | ToolCallStarted
     | ToolCallFinished
+    | CallDecided
     | Compacted
     | LimitReached
     | RunFinished

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from steadyloop.errors import ConfigError
+from steadyloop.media import parts_tokens
 from steadyloop.messages import (
     AssistantMessage,
     Message,
@@ -69,13 +70,19 @@ def estimate_tokens(message: Message) -> int:
     """The default estimate of what a message adds to the context, in tokens.
 
     It runs for every message appended, so ASCII text (the usual case) is measured inline.
+    Images and documents count as a fixed estimate each (`steadyloop.media`), not as their
+    base64 text.
     """
     if isinstance(message, UserMessage):
         text = message.text
         size = len(text) if text.isascii() else _quarters(text)
+        if message.parts:
+            size += 4 * parts_tokens(message.parts)
     elif isinstance(message, ToolResult):
         text = message.content
         size = (len(text) if text.isascii() else _quarters(text)) + len(message.call_id)
+        if message.images:
+            size += 4 * parts_tokens(message.images)
     elif isinstance(message, AssistantMessage):
         text = message.text
         size = len(text) if text.isascii() else _quarters(text)

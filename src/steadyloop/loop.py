@@ -8,10 +8,12 @@ valid (every call answered) whatever ends the run.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from steadyloop.approvals import Approvals, Decision, Pause
+from steadyloop.context import RunContext, ToolContext, check_deps, make_instructions
 from steadyloop.cost import has_price, priced
-from steadyloop.effects import ModelCall
+from steadyloop.effects import Effects, ModelCall, ToolInvocation
 from steadyloop.errors import (
     ConfigError,
     ContextLimitExceeded,
@@ -26,6 +28,7 @@ from steadyloop.errors import (
 from steadyloop.events import (
     Compacted,
     Event,
+    InstructionsMade,
     LimitReached,
     MessageAdded,
     ModelRequestStarted,
@@ -42,7 +45,8 @@ from steadyloop.transcript import Transcript
 
 if TYPE_CHECKING:
     from steadyloop.agent import Agent
-    from steadyloop.dispatch import Dispatcher
+    from steadyloop.dispatch import Batch, Dispatcher
+    from steadyloop.output import FinalAnswer
     from steadyloop.tracing_spans import Tracing
 
 __all__ = ["Run"]
@@ -64,9 +68,9 @@ class Run:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent[Any],
         dispatcher: Dispatcher,
-        prompt: str | None,
+        prompt: UserMessage | str | None,
         history: Sequence[Message],
         notify: Callable[[Event], None] | None = None,
         *,
@@ -77,14 +81,32 @@ class Run:
         usage: Usage | None = None,
         recovered: Mapping[str, ToolResult] | None = None,
         tracing: Tracing | None = None,
+        answer: FinalAnswer | None = None,
+        deps: Any = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> None:
         """`prompt` None resumes: the history is this run's own log, `turns_used` its model
         calls and `usage` so far, and `recovered` the results of calls that finished before it
         stopped. `commit` makes what was recorded so far durable (the run log's write-ahead
-        points). `tracing`: the run's spans, when it is traced (the dispatcher has them too)."""
+        points). `tracing`: the run's spans, when it is traced (the dispatcher has them too).
+        `answer` is the `final_answer` tool of a run with a typed answer (one of the
+        dispatcher's tools); `deps` what the run's `RunContext` carries; `decisions` those
+        made for the calls a paused run waits on (they are run, or denied)."""
         self.agent = agent
+        self.deps = deps
+        check_deps(dispatcher.tools, deps)
+        self.decisions = decisions or {}
+        self.approvals: Approvals | None = None
+        hooks: list[Effects] = []
+        if any(tool.context_types for tool in dispatcher.tools):
+            hooks.append(ToolContext(self._tool_context))
+        if self.decisions or any(tool.approve for tool in dispatcher.tools):
+            self.approvals = Approvals(agent.approver, self.decisions, self._tool_context, notify)
+            hooks.append(self.approvals)
+        if hooks:
+            dispatcher = dispatcher.around(hooks)
         self.dispatcher = dispatcher
-        self.prompt = prompt
+        self.prompt = UserMessage(prompt) if isinstance(prompt, str) else prompt
         self.tracing = tracing
         self.effects = agent.effects if tracing is None else tracing.around(agent.effects)
         self.notify = notify
@@ -98,46 +120,70 @@ class Run:
         self.usage = usage if usage is not None else Usage()
         self.guard = RepeatGuard(agent.limits.max_repeats)
         self.specs = tuple(tool.spec for tool in dispatcher.tools)
-        self.fixed_tokens = estimate_fixed_tokens(agent.instructions, self.specs)
+        self.instructions = agent.instructions if not callable(agent.instructions) else None
+        self.fixed_tokens = estimate_fixed_tokens(self.instructions, self.specs)
         self.stop_reason = "end_turn"
+        self.answer = answer
+        self.pause: Pause | None = None
 
-    async def execute(self) -> RunResult:
+    async def execute(self) -> RunResult[Any]:
         """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
         prompt = self.prompt
         await self._check_cost_limit_applies()
         self._emit(
-            RunStarted(self.run_id, self.agent.model.name, prompt or "", self.history_length)
+            RunStarted(
+                self.run_id,
+                self.agent.model.name,
+                prompt.text if prompt is not None else "",
+                self.history_length,
+            )
         )
-        await self._answer_unanswered_calls()
+        if await self._answer_unanswered_calls():
+            return self._finish()
         if prompt is not None:
-            self._append(UserMessage(prompt))
+            self._append(prompt)
+        if callable(self.agent.instructions):
+            await self._make_instructions()
         while True:
             await self._check_limits()
             await self._commit()  # every result is logged before the model reads it
             reply = await self._call_model()
             self._append(reply)
             if not reply.tool_calls:
+                if self.answer is not None:  # a typed answer is due: say how to give it
+                    self._append(self.answer.nudge())
+                    continue
                 if reply.stop_reason == "max_tokens":
                     self.stop_reason = "max_tokens"
                 return self._finish()
             await self._commit()  # the reply is logged before any of its calls starts
-            await self._run_tools(reply)
+            if await self._run_tools(reply):
+                return self._finish()
 
-    def result(self) -> RunResult:
+    def result(self) -> RunResult[Any]:
         """What the run has produced so far."""
-        last = next(
-            (m for m in reversed(self.transcript.entries) if isinstance(m, AssistantMessage)),
-            None,
-        )
+        entries = self.transcript.entries
+        last = next((m for m in reversed(entries) if isinstance(m, AssistantMessage)), None)
+        text = last.text if last is not None else ""
         return RunResult(
-            output=last.text if last is not None else "",
-            messages=self.transcript.entries,
+            output=text if self.answer is None else self.answer.value,
+            messages=entries,
             stop_reason=self.stop_reason,
             usage=self.usage,
             run_id=self.run_id,
+            text=text,
+            pending=self.pause.pending if self.pause is not None else (),
+            _pause=self.pause,
         )
 
     # -- steps -------------------------------------------------------------------------------
+
+    async def _make_instructions(self) -> None:
+        """Callable instructions make this run's system prompt, once; the text is logged."""
+        text = await make_instructions(self.agent.instructions, self.context())
+        self.instructions = text
+        self.fixed_tokens = estimate_fixed_tokens(text, self.specs)
+        self._emit(InstructionsMade(text or ""))
 
     async def _check_limits(self) -> None:
         limits = self.agent.limits
@@ -191,7 +237,7 @@ class Run:
         return self.transcript.with_unique_call_ids(reply)
 
     async def _request_with_retries(self) -> AssistantMessage:
-        request = ModelRequest(self.agent.instructions, self.transcript.view(), self.specs)
+        request = ModelRequest(self.instructions, self.transcript.view(), self.specs)
         self._emit(
             ModelRequestStarted(
                 self.turns,
@@ -236,15 +282,21 @@ class Run:
                 await close()
         raise ModelError(f"{model.name}: the stream ended without a reply", retryable=True)
 
-    async def _run_tools(self, reply: AssistantMessage) -> None:
+    async def _run_tools(self, reply: AssistantMessage) -> bool:
+        """Answers the reply's calls; True when the run ends here: with an accepted typed
+        answer, or paused until gated calls are decided."""
         if reply.stop_reason == "max_tokens":
             for call in reply.tool_calls:
                 self._append(_error_result(call, CUT_OFF_TEXT.format(name=call.name)))
-            return
+            return False
         self.usage += Usage(tool_calls=len(reply.tool_calls))
+        if self.answer is not None:
+            self.answer.expect(reply.tool_calls)
         batch = await self.dispatcher.run(
             reply.tool_calls, self.notify, run_id=self.run_id, turn=self.turns
         )
+        if self._paused(batch):
+            return True
         for outcome in batch.outcomes:
             self._append(outcome.result)
         if batch.stop is not None:
@@ -258,6 +310,22 @@ class Run:
                 f"repeat limit reached: {repeated.name} failed the same way "
                 f"{self.agent.limits.max_repeats} times in a row: {repeated.content[:200]}",
             )
+        return self.answer is not None and self.answer.accepted
+
+    def _paused(self, batch: Batch, answers: Mapping[str, ToolResult] | None = None) -> bool:
+        """Holds a turn's results back while some of its calls wait for a decision: they enter
+        the transcript together, in call order, when the run resumes. `answers`: the turn's
+        results, when not just the batch's."""
+        approvals = self.approvals
+        if approvals is None or not approvals.pending or batch.stop is not None:
+            return False
+        if answers is None:
+            answers = {outcome.call.id: outcome.result for outcome in batch.outcomes}
+        waiting = {call.call_id for call in approvals.pending}
+        held = {call_id: r for call_id, r in answers.items() if call_id not in waiting}
+        self.pause = Pause(tuple(approvals.pending), held, self.turns)
+        self.stop_reason = "approval"
+        return True
 
     async def _compact(self) -> bool:
         """Appends a summary of the older messages; False when nothing could be summarised."""
@@ -283,12 +351,23 @@ class Run:
 
     # -- bookkeeping -------------------------------------------------------------------------
 
-    async def _answer_unanswered_calls(self) -> None:
-        """Answers the calls of the last reply that have no result, so the history stays valid.
+    def context(self, call_id: str | None = None, turn: int | None = None) -> RunContext[Any]:
+        """The run as a tool call (or an approver, or instructions) sees it now."""
+        turn = self.turns if turn is None else turn
+        usage, messages = self.usage, self.transcript.entries
+        return RunContext(self.deps, self.run_id, turn, call_id, usage, messages)
+
+    def _tool_context(self, invocation: ToolInvocation) -> RunContext[Any]:
+        return self.context(invocation.call.id, invocation.turn)
+
+    async def _answer_unanswered_calls(self) -> bool:
+        """Answers the calls of the last reply that have no result, so the history stays valid;
+        True when some of them still wait for a decision (the run pauses again).
 
         With a new prompt they are answered "not run". When resuming, a call that finished
-        before the stop gets its logged result, an idempotent one is run again, and any other is
-        answered "interrupted" rather than risk doing its effect twice.
+        before the stop gets its logged result, a decided or idempotent one is run (or
+        denied), and any other is answered "interrupted" rather than risk doing its effect
+        twice.
         """
         # Only a reply at the end (followed by nothing but results) can still be answered in
         # place; calls left open earlier in a history are paired at the wire by the adapters.
@@ -298,28 +377,37 @@ class Run:
             tail -= 1
         last = entries[tail - 1] if tail else None
         if not isinstance(last, AssistantMessage):
-            return
+            return False
         answered = {m.call_id for m in entries[tail:] if isinstance(m, ToolResult)}
         unanswered = [c for c in last.tool_calls if c.id not in answered]
         if not unanswered:
-            return
+            return False
         if self.recovered is None:
             for call in unanswered:
                 self._append(_error_result(call, UNANSWERED_TEXT))
-            return
+            return False
         tools = {t.name: t for t in self.dispatcher.tools}
         rerun = [
             c
             for c in unanswered
-            if c.id not in self.recovered and c.name in tools and tools[c.name].idempotent
+            if c.id not in self.recovered
+            and (c.id in self.decisions or (c.name in tools and tools[c.name].idempotent))
         ]
         batch = await self.dispatcher.run(rerun, self.notify, run_id=self.run_id, turn=self.turns)
         fresh = {outcome.call.id: outcome.result for outcome in batch.outcomes}
+        answers = {
+            call.id: self.recovered.get(call.id)
+            or fresh.get(call.id)
+            or _error_result(call, INTERRUPTED_TEXT.format(name=call.name))
+            for call in unanswered
+        }
+        if self._paused(batch, answers):
+            return True
         for call in unanswered:
-            result = self.recovered.get(call.id) or fresh.get(call.id)
-            self._append(result or _error_result(call, INTERRUPTED_TEXT.format(name=call.name)))
+            self._append(answers[call.id])
         if batch.stop is not None:
             raise batch.stop
+        return False
 
     async def _commit(self) -> None:
         if self.commit is not None:
@@ -336,7 +424,7 @@ class Run:
         if self.tracing is not None:  # retries, compactions and stops are span events
             self.tracing.observe(event)
 
-    def _finish(self) -> RunResult:
+    def _finish(self) -> RunResult[Any]:
         result = self.result()
         self._emit(RunFinished(result))
         return result

@@ -6,14 +6,18 @@ class's own `from_dict`); the `type` key says which class a dict is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias
+
+from steadyloop.errors import ConfigError
+from steadyloop.media import Document, Image, Part, part_from_dict, part_to_dict
 
 __all__ = [
     "AssistantMessage",
     "Image",
     "Message",
+    "Prompt",
     "Reasoning",
     "Summary",
     "ToolCall",
@@ -21,7 +25,11 @@ __all__ = [
     "Usage",
     "UserMessage",
     "message_from_dict",
+    "user_message",
 ]
+
+# What a run is asked: text, or text, images and documents in order.
+Prompt: TypeAlias = str | Sequence[Part]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,17 +88,40 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
-    """What the user said."""
+    """What the user said: `text`, and when the prompt had images or documents, all its `parts`
+    in order (`text` then holds its text parts, joined)."""
 
     text: str
+    parts: tuple[Part, ...] = ()
     type: ClassVar[str] = "user"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "text": self.text}
+        out: dict[str, Any] = {"type": self.type, "text": self.text}
+        if self.parts:
+            out["parts"] = [part_to_dict(part) for part in self.parts]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> UserMessage:
-        return cls(text=data["text"])
+        parts = tuple(part_from_dict(part) for part in data.get("parts", ()))
+        return cls(text=data["text"], parts=parts)
+
+
+def user_message(prompt: Prompt) -> UserMessage:
+    """The message for a prompt: a str, or a sequence of str, `Image` and `Document`."""
+    if isinstance(prompt, str):
+        return UserMessage(prompt)
+    parts = tuple(prompt)
+    for part in parts:
+        if not isinstance(part, str | Image | Document):
+            raise ConfigError(
+                f"a prompt part must be a str, an Image or a Document, got "
+                f"{type(part).__name__}: make it with Image.from_path(...) or "
+                "Document.from_path(...)"
+            )
+    text = "\n".join(part for part in parts if isinstance(part, str))
+    media = any(not isinstance(part, str) for part in parts)
+    return UserMessage(text, parts if media else ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,21 +207,6 @@ class AssistantMessage:
             reasoning=tuple(Reasoning.from_dict(r) for r in data.get("reasoning", ())),
             response_id=data.get("response_id"),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class Image:
-    """An image a tool returned, base64-encoded, for providers that accept images in results."""
-
-    media_type: str
-    data: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"media_type": self.media_type, "data": self.data}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Image:
-        return cls(media_type=data["media_type"], data=data["data"])
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ class ReplayReport:
 
     run_id: str
     divergence: str | None
-    result: RunResult | None
+    result: RunResult[Any] | None
     entries: int
 
 
@@ -65,7 +65,7 @@ async def replay_run(
         compaction=compaction,
         model_retries=0,
     )
-    result: RunResult | None
+    result: RunResult[Any] | None
     problem: str | None = None
     try:
         result = await agent.run(info.prompt, history=logged[: info.history])

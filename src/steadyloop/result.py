@@ -2,24 +2,43 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from steadyloop.messages import Message, Usage
 
-__all__ = ["RunResult"]
+if TYPE_CHECKING:
+    # A TypeVar default needs typing_extensions on Python 3.11, and importing it costs more than
+    # the rest of `import steadyloop`; only the type checker needs the default.
+    from typing_extensions import TypeVar as DefaultingTypeVar
+
+    from steadyloop.approvals import Pause, PendingCall
+
+    OutputT = DefaultingTypeVar("OutputT", default=str)
+else:
+    OutputT = TypeVar("OutputT")
+
+__all__ = ["OutputT", "RunResult"]
 
 
 @dataclass(frozen=True, slots=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """The outcome of one run.
 
-    `messages` is the whole append-only transcript (history given plus everything this run
-    added); `output` is the text of the last model reply; `stop_reason` is "end_turn" when the
-    model answered, or the `reason` of the limit that stopped it.
+    `output` is the answer: the text of the last model reply, or for a run with `output=` a
+    validated value of that type (None when a limit stopped the run before it). `text` is the
+    text of the last model reply either way. `messages` is the whole append-only transcript
+    (history given plus everything this run added); `stop_reason` is "end_turn" when the model
+    answered, "approval" when gated calls wait for a decision (they are in `pending`; nothing
+    was raised, continue with `Agent.resume`), or the `reason` of the limit that stopped it.
     """
 
-    output: str
+    output: OutputT
     messages: tuple[Message, ...]
     stop_reason: str
     usage: Usage
     run_id: str | None = None
+    text: str = ""
+    pending: tuple[PendingCall, ...] = ()
+    # what `Agent.resume` needs to continue a paused run without a run log
+    _pause: Pause | None = field(default=None, repr=False, compare=False)

@@ -1,8 +1,11 @@
-"""JSON schemas for Python functions, and validation errors worded for the model.
+"""JSON schemas for Python functions and answer types, and validation errors worded for the model.
 
 The schema comes from the signature's type hints through a pydantic model; descriptions come
 from the docstring (Google, NumPy or reST), so the docstring a developer writes is the prompt the
-model reads. Imported lazily: pydantic is not loaded until a tool is defined.
+model reads. A typed answer (`Agent(output=...)`) is described by the same code: an object type
+(a pydantic model, dataclass or TypedDict) as its own fields, any other type as one field named
+`value`; its errors read like any tool's. Imported lazily: pydantic is not loaded until a tool is
+defined.
 """
 
 from __future__ import annotations
@@ -14,40 +17,85 @@ from collections.abc import Callable
 from typing import Any
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
+from steadyloop.context import context_type
 from steadyloop.errors import ConfigError
 from steadyloop.tools import NO_DESCRIPTION
 
-__all__ = ["describe_function", "describe_validation_error"]
+__all__ = ["describe_function", "describe_output", "describe_validation_error"]
 
 _PREVIEW = 80
 
 
 def describe_function(
     fn: Callable[..., Any], name: str, description: str | None
-) -> tuple[type[BaseModel], Any]:
-    """Returns the validation model for `fn`'s parameters and the `ToolSpec` the model sees."""
+) -> tuple[type[BaseModel], Any, dict[str, Any]]:
+    """Returns the validation model for `fn`'s parameters, the `ToolSpec` the model sees, and
+    the parameters annotated `RunContext[X]` (left out of both) with their deps type `X`."""
     from steadyloop.tools import ToolSpec
 
     if not name:
         raise ConfigError(f"cannot name a tool for {fn!r}: pass name=...")
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
     param_docs = {p.arg_name: p.description for p in doc.params if p.description}
-    model = _arguments_model(fn, name, param_docs)
-    try:
-        schema = _drop_titles(model.model_json_schema())
-        schema.setdefault("properties", {})  # some providers want it even for no parameters
-    except Exception as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(
-            f"tool {name!r}: its parameters cannot be described as JSON schema ({reason}); "
-            "use types a model can send: str, int, float, bool, lists, dicts, pydantic models"
-        ) from exc
+    model, context = _arguments_model(fn, name, param_docs)
+    schema = _parameters_schema(model.model_json_schema, f"tool {name!r}: its parameters")
     text = description if description is not None else _description_from(doc)
     if not text.strip():
         text = f"{name} {NO_DESCRIPTION}"
-    return model, ToolSpec(name=name, description=text, parameters=schema)
+    return model, ToolSpec(name=name, description=text, parameters=schema), context
+
+
+def describe_output(
+    output_type: Any, name: str, description: str
+) -> tuple[Callable[[Any], Any], Any]:
+    """Returns a validator of the answer's arguments (giving the typed value) and the
+    `ToolSpec` of the tool the model answers with.
+
+    An object type is sent as its own fields; any other type (`int`, `list[str]`, a union) is
+    wrapped as one field named `value`. The validator raises `ValidationError`.
+    """
+    from steadyloop.tools import ToolSpec
+
+    what = f"output={_type_name(output_type)}"
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+    except Exception as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(
+            f"{what}: pydantic cannot build a schema for it ({reason}); use a pydantic model, "
+            "a dataclass, a TypedDict, or a type such as int, list[str] or Literal[...]"
+        ) from exc
+    schema = _parameters_schema(adapter.json_schema, what)
+    if schema.get("type") == "object" and schema.get("properties"):
+        return adapter.validate_python, ToolSpec(name, description, schema)
+    wrapped = _model(name, {"p0": (output_type, Field(..., alias="value"))})
+    schema = _parameters_schema(wrapped.model_json_schema, what)
+    validate = wrapped.__pydantic_validator__.validate_python
+
+    def unwrap(arguments: Any) -> Any:
+        return validate(arguments).p0
+
+    return unwrap, ToolSpec(name, description, schema)
+
+
+def _parameters_schema(make: Callable[[], dict[str, Any]], what: str) -> dict[str, Any]:
+    """The JSON schema `make()` builds, without titles; `ConfigError` when it cannot."""
+    try:
+        schema = _drop_titles(make())
+    except Exception as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(
+            f"{what} cannot be described as JSON schema ({reason}); "
+            "use types a model can send: str, int, float, bool, lists, dicts, pydantic models"
+        ) from exc
+    schema.setdefault("properties", {})  # some providers want it even for no parameters
+    return schema
+
+
+def _type_name(value: Any) -> str:
+    return value.__name__ if isinstance(value, type) else repr(value)
 
 
 def _description_from(doc: docstring_parser.Docstring) -> str:
@@ -59,13 +107,20 @@ def _description_from(doc: docstring_parser.Docstring) -> str:
 
 def _arguments_model(
     fn: Callable[..., Any], name: str, param_docs: dict[str, str]
-) -> type[BaseModel]:
+) -> tuple[type[BaseModel], dict[str, Any]]:
     try:
         signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"tool {name!r}: cannot read the signature of {fn!r}: {exc}") from exc
+    try:
         hints = _type_hints(fn)
     except (TypeError, ValueError, NameError) as exc:
-        raise ConfigError(f"tool {name!r}: cannot read the signature of {fn!r}: {exc}") from exc
+        raise ConfigError(
+            f"tool {name!r}: cannot resolve its annotations ({exc}); define the types they "
+            "name at module level, where the function's module can find them"
+        ) from exc
     fields: dict[str, Any] = {}
+    context: dict[str, Any] = {}
     for index, (param_name, param) in enumerate(signature.parameters.items()):
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ConfigError(
@@ -78,6 +133,10 @@ def _arguments_model(
                 "with keyword arguments"
             )
         annotation = hints.get(param_name, Any)
+        is_context, deps = context_type(annotation)
+        if is_context:  # filled in when the tool runs; the model never sees it
+            context[param_name] = deps
+            continue
         default = ... if param.default is param.empty else param.default
         # Fields get neutral names with the parameter name as alias, so a parameter called
         # `schema` or `model_config` cannot clash with BaseModel's own attributes.
@@ -90,6 +149,11 @@ def _arguments_model(
             else Field(default, alias=param_name)
         )
         fields[f"p{index}"] = (annotation, info)
+    return _model(name, fields), context
+
+
+def _model(name: str, fields: dict[str, Any]) -> type[BaseModel]:
+    """The validation model of a tool's arguments: unknown fields are errors the model reads."""
     config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=False)
     try:
         return create_model(f"{name}_arguments", __config__=config, **fields)

@@ -3,7 +3,8 @@
 - `FunctionModel(fn)`: `fn(messages, tools)` (sync or async) decides each reply.
 - `ScriptedModel(replies)`: returns the replies in order; an exception item is raised instead.
 - `TestModel()`: calls every tool once with arguments made from its schema, then answers with a
-  text built from the results. What `--model test` runs.
+  text built from the results (a typed run: calls `final_answer` with arguments made from its
+  schema). What `--model test` runs.
 
 Each records the requests it was sent in `.requests`, for assertions.
 """
@@ -23,6 +24,7 @@ from steadyloop.errors import ModelError
 from steadyloop.events import TextDelta
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from steadyloop.models.base import Model, ModelRequest, StreamPart
+from steadyloop.output import FINAL_ANSWER
 from steadyloop.tools import ToolSpec
 
 __all__ = ["FunctionModel", "ScriptedModel", "TestModel"]
@@ -92,7 +94,11 @@ class ScriptedModel(_RecordingModel):
 
 
 class TestModel(_RecordingModel):
-    """Offline model: calls every tool once with generated arguments, then sums up the results."""
+    """Offline model: calls every tool once with generated arguments, then sums up the results.
+
+    In a typed run (a `final_answer` tool is offered) it calls the other tools first and then
+    `final_answer`, with arguments made from its schema, in the next turn.
+    """
 
     def __init__(self, *, name: str = "test") -> None:
         super().__init__()
@@ -101,13 +107,21 @@ class TestModel(_RecordingModel):
     async def request(self, request: ModelRequest) -> AssistantMessage:
         self.requests.append(request)
         results = _results_since_last_user(request.messages)
-        if results is None and request.tools:
-            calls = tuple(
-                ToolCall(f"call_{i}", spec.name, json.dumps(example_arguments(spec.parameters)))
-                for i, spec in enumerate(request.tools)
-            )
-            return AssistantMessage(tool_calls=calls, stop_reason="tool_use")
+        tools = [spec for spec in request.tools if spec.name != FINAL_ANSWER]
+        answer = next((spec for spec in request.tools if spec.name == FINAL_ANSWER), None)
+        if results is None and tools:
+            return _calls(tools)
+        if answer is not None:
+            return _calls([answer])
         return AssistantMessage(_answer(request.messages, results or ()), stop_reason="end_turn")
+
+
+def _calls(tools: Sequence[ToolSpec]) -> AssistantMessage:
+    calls = tuple(
+        ToolCall(f"call_{i}", spec.name, json.dumps(example_arguments(spec.parameters)))
+        for i, spec in enumerate(tools)
+    )
+    return AssistantMessage(tool_calls=calls, stop_reason="tool_use")
 
 
 def _results_since_last_user(messages: Sequence[Message]) -> list[ToolResult] | None:

@@ -1,4 +1,5 @@
-"""Tools from a Python file given by path, for `steadyloop run --tools FILE.py` and `lint FILE.py`.
+"""Tools from a Python file given by path, for `steadyloop run --tools FILE.py` and `lint FILE.py`
+(and the answer type of `run --output FILE.py:NAME`).
 
 The file is imported under a private module name (so its `if __name__ == "__main__":` block does
 not run), able to import the modules next to it as a script can. Then every `Tool` object in its
@@ -22,7 +23,7 @@ from typing import Any
 from steadyloop.errors import ConfigError
 from steadyloop.tools import FunctionTool, Tool, as_tool
 
-__all__ = ["load_tools_from_file"]
+__all__ = ["load_from_file", "load_tools_from_file"]
 
 
 def load_tools_from_file(path: str | os.PathLike[str]) -> list[Tool]:
@@ -32,8 +33,8 @@ def load_tools_from_file(path: str | os.PathLike[str]) -> list[Tool]:
     importing, defines no tools, or defines two tools with the same name.
     """
     file = Path(path)
-    _check_readable(file)
-    module = _import(file)
+    _check_readable(file, "tools file")
+    module = _import(file, "tools file")
     found = _collect(module, file)
     if not found:
         raise ConfigError(
@@ -44,23 +45,38 @@ def load_tools_from_file(path: str | os.PathLike[str]) -> list[Tool]:
     return found
 
 
-def _check_readable(file: Path) -> None:
+def load_from_file(spec: str) -> Any:
+    """The object `NAME` defined in the Python file of `FILE.py:NAME` (for `run --output`).
+
+    Raises `ConfigError` when the spec has no `:NAME`, the file cannot be imported, or it
+    defines no such name.
+    """
+    path, _, name = spec.rpartition(":")
+    if not path or not name.isidentifier():
+        raise ConfigError(f"expected FILE.py:NAME (such as models.py:Refund), got {spec!r}")
+    file = Path(path)
+    _check_readable(file, "file")
+    module = _import(file, "file")
+    if not hasattr(module, name):
+        raise ConfigError(f"{file} defines no {name!r}: check the name after the colon")
+    return getattr(module, name)
+
+
+def _check_readable(file: Path, what: str) -> None:
     if file.suffix != ".py":
-        raise ConfigError(f"{file} is not a Python file: tools files must end in .py")
+        raise ConfigError(f"{file} is not a Python file: {what}s must end in .py")
     try:
         with file.open("rb"):
             pass
     except FileNotFoundError as exc:
-        raise ConfigError(f"tools file not found: {file} (check the path)") from exc
+        raise ConfigError(f"{what} not found: {file} (check the path)") from exc
     except IsADirectoryError as exc:
-        raise ConfigError(
-            f"{file} is a directory: pass a Python file with tools, like tools.py"
-        ) from exc
+        raise ConfigError(f"{file} is a directory: pass a Python file, like tools.py") from exc
     except OSError as exc:
-        raise ConfigError(f"cannot read tools file {file}: {exc.strerror or exc}") from exc
+        raise ConfigError(f"cannot read {what} {file}: {exc.strerror or exc}") from exc
 
 
-def _import(file: Path) -> ModuleType:
+def _import(file: Path, what: str) -> ModuleType:
     """Runs the file as a fresh module; an exception while it runs becomes a `ConfigError`.
 
     Like a script, the file may import the modules next to it: its folder leads `sys.path` while
@@ -84,9 +100,7 @@ def _import(file: Path) -> ModuleType:
     except (Exception, SystemExit) as exc:
         del sys.modules[name]
         detail = f": {exc}" if str(exc) else ""
-        raise ConfigError(
-            f"tools file {file} raised {type(exc).__name__} on import{detail}"
-        ) from exc
+        raise ConfigError(f"{what} {file} raised {type(exc).__name__} on import{detail}") from exc
     finally:
         if folder in sys.path:
             sys.path.remove(folder)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
+from steadyloop.context import current_context
 from steadyloop.errors import ConfigError
 from steadyloop.messages import Image
 
@@ -28,6 +29,7 @@ __all__ = [
     "ToolSpec",
     "Toolset",
     "as_tool",
+    "check_unique_names",
     "render_value",
     "tool",
 ]
@@ -35,6 +37,9 @@ __all__ = [
 NO_OUTPUT_TEXT = "(the tool returned no output)"
 NO_DESCRIPTION = "(no description given)"
 DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
+
+# `approve=`: True gates every call; a function gates the calls whose arguments it returns True for.
+Gate = bool | Callable[[Mapping[str, Any]], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +80,11 @@ class Tool:
     (None: the agent's `tool_timeout`);
     `retries` extra attempts for exceptions in `retry_on`; `max_output` characters the model
     reads (None: the agent's `max_tool_output`); `sequential` calls never overlap each other;
-    `idempotent` calls may be run again when a resumed run finds them unfinished.
+    `idempotent` calls may be run again when a resumed run finds them unfinished; `approve`
+    gates calls on a decision (`Agent(approver=...)`, or a paused run resumed with one):
+    True for every call, or `fn(arguments) -> bool` for some.
+    `context_types` maps each parameter filled in with the run's `RunContext` to the deps type
+    it expects.
     """
 
     def __init__(
@@ -88,6 +97,7 @@ class Tool:
         max_output: int | None = None,
         sequential: bool = False,
         idempotent: bool = False,
+        approve: Gate = False,
     ) -> None:
         if not spec.name:
             raise ConfigError("a tool needs a non-empty name")
@@ -104,6 +114,8 @@ class Tool:
         self.max_output = max_output
         self.sequential = sequential
         self.idempotent = idempotent
+        self.approve = approve
+        self.context_types: Mapping[str, Any] = {}
 
     @property
     def name(self) -> str:
@@ -124,6 +136,11 @@ class Tool:
     def render(self, value: Any) -> ToolOutput:
         """Turns what the call returned into text for the model."""
         return ToolOutput(render_value(value))
+
+    def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether a call with these (valid) arguments waits for a decision before it runs."""
+        approve = self.approve
+        return approve(arguments) if callable(approve) else approve
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -160,7 +177,11 @@ def render_value(value: Any) -> str:
 
 
 class FunctionTool(Tool):
-    """A Python function as a tool. Calling the object calls the function unchanged."""
+    """A Python function as a tool. Calling the object calls the function unchanged.
+
+    Parameters annotated `RunContext[...]`, wherever they stand, are not shown to the model:
+    `bind` fills them in with the context of the call being answered.
+    """
 
     def __init__(
         self,
@@ -174,11 +195,12 @@ class FunctionTool(Tool):
         max_output: int | None = None,
         sequential: bool = False,
         idempotent: bool = False,
+        approve: Gate = False,
     ) -> None:
         from steadyloop.schema import describe_function
 
         tool_name = name or str(getattr(fn, "__name__", ""))
-        model, spec = describe_function(fn, tool_name, description)
+        model, spec, context_types = describe_function(fn, tool_name, description)
         super().__init__(
             spec,
             timeout=timeout,
@@ -187,8 +209,10 @@ class FunctionTool(Tool):
             max_output=max_output,
             sequential=sequential,
             idempotent=idempotent,
+            approve=approve,
         )
         self.fn = fn
+        self.context_types = context_types
         self._model: type[BaseModel] = model
         self._is_async = inspect.iscoroutinefunction(fn)
         from pydantic import ValidationError
@@ -208,6 +232,9 @@ class FunctionTool(Tool):
 
             raise ArgumentsError(describe_validation_error(self.name, exc)) from None
         kwargs = {param: values[field] for field, param in self._renames}
+        if self.context_types:
+            context = current_context()
+            kwargs.update((param, context) for param in self.context_types)
         return BoundCall(self.fn, kwargs, self._is_async)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -229,6 +256,7 @@ def tool(
     max_output: int | None = None,
     sequential: bool = False,
     idempotent: bool = False,
+    approve: Gate = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -244,6 +272,7 @@ def tool(
     max_output: int | None = None,
     sequential: bool = False,
     idempotent: bool = False,
+    approve: Gate = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Makes a function a tool: `@tool` or `@tool(timeout=30, retries=2, ...)`.
 
@@ -258,6 +287,8 @@ def tool(
             `max_tool_output`); the rest is cut from the middle.
         sequential: calls to this tool never overlap; several in one turn run in call order.
         idempotent: safe to run again when a resumed run finds the call unfinished.
+        approve: True to have every call approved before it runs, or `fn(arguments) -> bool`
+            for the calls that need it (see `Agent(approver=...)` and `Agent.resume`).
     """
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
@@ -271,6 +302,7 @@ def tool(
             max_output=max_output,
             sequential=sequential,
             idempotent=idempotent,
+            approve=approve,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -283,3 +315,15 @@ def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
     if callable(obj):
         return FunctionTool(obj)
     raise ConfigError(f"not a tool or a function: {obj!r}")
+
+
+def check_unique_names(tools: Sequence[Tool]) -> None:
+    """`ConfigError` when two tools share a name: the model could not tell them apart."""
+    seen: set[str] = set()
+    for tool in tools:
+        if tool.name in seen:
+            raise ConfigError(
+                f"two tools are named {tool.name!r}: give one another name with "
+                "@tool(name=...), or pass prefix='...' to one of the MCP servers"
+            )
+        seen.add(tool.name)

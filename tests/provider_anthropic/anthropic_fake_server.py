@@ -5,7 +5,9 @@ anything else, checks each request against Anthropic's history rules, answering 
 with the real 400 body the API sends (texts from FAILURES.md and the recorded traffic):
 F01/F03 calls answered right after, results first; F02 no orphan results; F13 `input` is an
 object; F20 no empty messages or empty/whitespace-only text blocks; F22 unique `tool_use` ids;
-F24 id pattern; F25 tool-name pattern; F40 thinking first when thinking is on.
+F24 id pattern; F25 tool-name pattern; F40 thinking first when thinking is on. Image and
+document blocks are checked against the documented sources (base64 images of the four image
+types or a URL; PDFs as base64, text as `text/plain`), in user turns only.
 """
 
 from __future__ import annotations
@@ -184,6 +186,9 @@ def _check_blocks(body: Mapping[str, Any]) -> str | None:
             return problem
         for j, block in enumerate(blocks):
             where = f"messages.{i}.content.{j}"
+            problem = _check_media(block, where, message.get("role"))
+            if problem is not None:
+                return problem
             if block["type"] == "tool_use":
                 if not ID_PATTERN.match(str(block.get("id", ""))):
                     return (
@@ -202,6 +207,35 @@ def _check_blocks(body: Mapping[str, Any]) -> str | None:
                     problem = _check_texts(inner)
                     if problem is not None:
                         return problem
+    return None
+
+
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _check_media(block: Mapping[str, Any], where: str, role: object) -> str | None:
+    kind = block["type"]
+    if kind not in ("image", "document"):
+        return None
+    if role != "user":
+        return f"{where}: {kind} blocks are only allowed in user messages"
+    source = block.get("source") or {}
+    allowed = {
+        ("image", "base64"): IMAGE_TYPES,
+        ("image", "url"): None,
+        ("document", "base64"): ("application/pdf",),
+        ("document", "text"): ("text/plain",),
+    }
+    key = (kind, source.get("type"))
+    if key not in allowed:
+        return f"{where}.{kind}.source: Input tag '{source.get('type')}' is not valid"
+    field = "url" if key == ("image", "url") else "data"
+    if not isinstance(source.get(field), str) or not source.get(field):
+        return f"{where}.{kind}.source.{key[1]}.{field}: Field required"
+    media_types = allowed[key]
+    if media_types is not None and source.get("media_type") not in media_types:
+        expected = ", ".join(f"'{t}'" for t in media_types)
+        return f"{where}.{kind}.source.{key[1]}.media_type: Input should be {expected}"
     return None
 
 

@@ -8,6 +8,9 @@ services enforce, answering a violation with the provider's real 400 body (texts
 (`parallel_tool_calls` without tools), F42 (llama.cpp's 500 on `content: null`), F06/F08
 (Responses pairing by `call_id`, duplicate or wrongly prefixed item ids), F07 (reasoning item
 with no following item), the 401 for a wrong key and `context_length_exceeded` over a size limit.
+Content parts of a prompt are checked against the documented shapes: Chat `text`, `image_url`
+(user messages only, a URL or an image data URL) and `file`; Responses `input_text`,
+`input_image` (with its required `detail`) and `input_file`.
 """
 
 from __future__ import annotations
@@ -245,6 +248,9 @@ def _check_chat(body: Mapping[str, Any], limit: int | None) -> Fail | None:
     messages = body.get("messages") or []
     for i, message in enumerate(messages):
         role = message.get("role")
+        problem = _check_chat_parts(message, i)
+        if problem is not None:
+            return problem
         if role == "tool":
             if message.get("tool_call_id") not in answerable:
                 return _bad(
@@ -269,6 +275,57 @@ def _check_chat(body: Mapping[str, Any], limit: int | None) -> Fail | None:
     if pending:
         return _unanswered(pending, len(messages))
     return _context_error(body, "messages", limit)
+
+
+_IMAGE_URL = re.compile(r"^(https?://|data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]+$)")
+_PDF_DATA = re.compile(r"^data:application/pdf;base64,[A-Za-z0-9+/=]+$")
+
+
+def _check_chat_parts(message: Mapping[str, Any], i: int) -> Fail | None:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return None
+    for j, part in enumerate(content):
+        where = f"messages[{i}].content[{j}]"
+        kind = part.get("type")
+        if kind == "image_url" and message.get("role") != "user":
+            return _bad(
+                f"Invalid 'messages[{i}]'. Image URLs are only allowed for messages with role "
+                f"'user', but this message with role '{message.get('role')}' contains an image "
+                "URL."
+            )
+        if kind == "text" and isinstance(part.get("text"), str):
+            continue
+        if kind == "image_url" and _IMAGE_URL.match(str((part.get("image_url") or {}).get("url"))):
+            continue
+        file = part.get("file") or {}
+        if kind == "file" and _PDF_DATA.match(str(file.get("file_data"))) and file.get("filename"):
+            continue
+        return _bad(f"Invalid content part '{where}': {json.dumps(part)[:200]}", None, where)
+    return None
+
+
+def _check_input_parts(item: Mapping[str, Any], n: int) -> Fail | None:
+    content = item.get("content")
+    if not isinstance(content, list):
+        return None
+    for j, part in enumerate(content):
+        where = f"input[{n}].content[{j}]"
+        kind = part.get("type")
+        if kind == "input_image" and "detail" not in part:
+            return _bad(f"Missing required parameter: '{where}.detail'.", None, f"{where}.detail")
+        if kind == "input_text" and isinstance(part.get("text"), str):
+            continue
+        if kind == "input_image" and _IMAGE_URL.match(str(part.get("image_url"))):
+            continue
+        if (
+            kind == "input_file"
+            and _PDF_DATA.match(str(part.get("file_data")))
+            and part.get("filename")
+        ):
+            continue
+        return _bad(f"Invalid content part '{where}': {json.dumps(part)[:200]}", None, where)
+    return None
 
 
 def _check_calls(message: Mapping[str, Any], i: int) -> Fail | None:
@@ -350,6 +407,9 @@ def _check_item(
     item = items[n]
     kind = item.get("type")
     item_id = item.get("id")
+    problem = _check_input_parts(item, n)
+    if problem is not None:
+        return problem
     if item_id is not None:
         if item_id in seen:
             return _bad(

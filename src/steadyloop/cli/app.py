@@ -1,6 +1,6 @@
-"""The `steadyloop` commands. Exit codes: 0 answered, 3 stopped by a limit, 1 error, 130
-interrupted (the run can be resumed), 2 bad usage. Errors are one line on stderr, never a
-traceback."""
+"""The `steadyloop` commands. Exit codes: 0 answered, 3 stopped by a limit, 4 paused until
+gated calls are approved (`resume --approve`), 1 error, 130 interrupted (the run can be
+resumed), 2 bad usage. Errors are one line on stderr, never a traceback."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from typing import Any, BinaryIO, NoReturn, TypeVar
 import click
 
 from steadyloop.agent import Agent
+from steadyloop.approvals import Approve, Decision, Decisions, Deny, PendingCall
+from steadyloop.cli.approve import terminal_approver
 from steadyloop.cli.batch import batch, render_batch
 from steadyloop.cli.ids import find_run, short_id
 from steadyloop.cli.live import make_view
@@ -31,13 +33,15 @@ from steadyloop.cli.show import render_runs, render_transcript, transcript_json
 from steadyloop.errors import LimitExceeded, SteadyloopError
 from steadyloop.events import Event, RunStarted
 from steadyloop.limits import Limits
+from steadyloop.media import Image
+from steadyloop.output import as_json as as_json_value
 from steadyloop.result import RunResult
 
 __all__ = ["cli"]
 
 T = TypeVar("T")
 
-EXIT_ANSWERED, EXIT_ERROR, EXIT_LIMIT, EXIT_INTERRUPTED = 0, 1, 3, 130
+EXIT_ANSWERED, EXIT_ERROR, EXIT_LIMIT, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 3, 4, 130
 
 
 class Failure(click.ClickException):
@@ -111,12 +115,34 @@ cli.add_command(batch)
     help="a model setting sent with each request, VALUE as JSON or plain text "
     "(e.g. --set temperature=0 --set tool_choice=required); repeatable",
 )
+@click.option(
+    "--output",
+    "output",
+    metavar="FILE.py:NAME",
+    help="the answer's type (a pydantic model, dataclass, ...) defined in FILE.py; the answer "
+    "is printed as JSON",
+)
+@click.option(
+    "--image",
+    "images",
+    multiple=True,
+    metavar="FILE",
+    help="a PNG, JPEG, GIF or WebP image to send after the prompt (repeatable)",
+)
+@click.option(
+    "--approve",
+    "ask",
+    is_flag=True,
+    help="on a terminal, ask y/n/e before each call of a tool made with @tool(approve=...); "
+    "otherwise such a call pauses the run (exit code 4) for `steadyloop resume --approve`",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--no-log", is_flag=True, help="do not write the run log")
 @store_option
 def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url: tuple[str, ...],
         model: str | None, instructions: str | None, max_turns: int, max_context_tokens: int,
-        max_tool_output: int, settings: dict[str, Any], as_json: bool, no_log: bool,
+        max_tool_output: int, settings: dict[str, Any], output: str | None,
+        images: tuple[str, ...], ask: bool, as_json: bool, no_log: bool,
         store_url: str | None) -> None:  # fmt: skip
     """Run an agent on PROMPT ('-' reads it from stdin) and print its answer."""
     if prompt == "-":
@@ -124,6 +150,7 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
         if not prompt:
             raise click.UsageError("the prompt on stdin was empty")
     prompt = _valid_text(prompt)
+    parts: list[str | Image] = [prompt, *(_image(file) for file in images)]
     agent = _guard(
         lambda: build_agent(
             model=model,
@@ -135,24 +162,54 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
             max_tool_output=max_tool_output,
             store=None if no_log else open_store(store_url),
             settings=settings,
+            output=output,
         )
     )
-    _run_to_exit(agent, lambda notify: agent.run(prompt, on_event=notify), as_json)
+    _run_to_exit(agent, lambda notify: agent.run(parts, on_event=notify), as_json, ask=ask)
 
 
 @cli.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("--model", default=None, help="continue with another model spec")
+@click.option("--approve", "approved", multiple=True, metavar="CALL", help="run this waiting call")
+@click.option(
+    "--deny",
+    "denied",
+    multiple=True,
+    metavar="CALL=REASON",
+    help="do not run this waiting call; the model reads the reason",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @store_option
-def resume(run_id: str, model: str | None, as_json: bool, store_url: str | None) -> None:
-    """Continue a run that was killed, interrupted or failed, from its log."""
+def resume(
+    run_id: str, model: str | None, approved: tuple[str, ...], denied: tuple[str, ...],
+    as_json: bool, store_url: str | None,
+) -> None:  # fmt: skip
+    """Continue a run that was killed, interrupted or failed, or one paused for approval
+    (decide each waiting call with --approve or --deny)."""
     store = _guard(lambda: open_store(store_url))
     info = _guard(lambda: find_run(store, run_id))
     agent = _guard(lambda: agent_from_config(info.config, store, model=model))
+    decisions = _decisions(approved, denied)
     _run_to_exit(
-        agent, lambda notify: agent.resume(info.id, on_event=notify), as_json, run_id=info.id
+        agent,
+        lambda notify: agent.resume(info.id, decisions=decisions, on_event=notify),
+        as_json,
+        run_id=info.id,
     )
+
+
+def _decisions(approved: tuple[str, ...], denied: tuple[str, ...]) -> Decisions | None:
+    """`--approve CALL` and `--deny CALL=REASON` as decisions (None when there are none)."""
+    if not approved and not denied:
+        return None
+    decisions: dict[str | PendingCall, Decision] = {call: Approve() for call in approved}
+    for item in denied:
+        call, _, reason = item.partition("=")
+        if not call:
+            raise click.UsageError(f"--deny takes CALL=REASON, got {item!r}")
+        decisions[call] = Deny(reason)
+    return decisions
 
 
 @cli.command()
@@ -303,6 +360,10 @@ def ui(port: int, host: str, log: str | None, open_browser: bool) -> None:
     )
 
 
+def _image(file: str) -> Image:
+    return _guard(lambda: Image.from_path(file))
+
+
 def _guard(action: Callable[[], T]) -> T:
     """Runs `action`; a steadyloop error or a bad file becomes a one-line error."""
     try:
@@ -329,18 +390,21 @@ def _valid_text(text: str) -> str:
 
 
 def _run_to_exit(
-    agent: Agent,
-    runner: Callable[[Callable[[Event], None]], Awaitable[RunResult]],
+    agent: Agent[Any],
+    runner: Callable[[Callable[[Event], None]], Awaitable[RunResult[Any]]],
     as_json: bool,
     run_id: str | None = None,
+    ask: bool = False,
 ) -> NoReturn:
     """Runs the agent with the live view, prints the answer, exits with the code for how the
-    run ended."""
+    run ended. `ask`: gated calls are asked about on the terminal, if there is one."""
     seen: list[str] = [run_id] if run_id else []
 
-    async def go() -> RunResult:
+    async def go() -> RunResult[Any]:
         try:
             with _sigterm_cancels_this_task(), make_view() as view:
+                if ask and sys.stdin.isatty():
+                    agent.approver = terminal_approver(view)
 
                 def on_event(event: Event) -> None:
                     if isinstance(event, RunStarted) and event.run_id and not seen:
@@ -365,7 +429,27 @@ def _run_to_exit(
         hint = f" (run {short_id(seen[0])})" if seen else ""
         raise Failure(f"{exc}{hint}") from None
     _print_answer(result, as_json=as_json)
+    if result.stop_reason == "approval":
+        _print_waiting(result)
+        sys.exit(EXIT_PAUSED)
     sys.exit(EXIT_ANSWERED)
+
+
+def _print_waiting(result: RunResult[Any]) -> None:
+    """The calls a paused run waits on, and how to decide them, on stderr."""
+    lines = ["waiting for approval:"]
+    for call in result.pending:
+        arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
+        lines.append(f"  {call.call_id}  {call.name}({arguments})")
+    first = result.pending[0].call_id
+    if result.run_id is None:
+        lines.append("the run was not logged (--no-log), so it cannot be resumed")
+    else:
+        lines.append(
+            f"continue with: steadyloop resume {short_id(result.run_id)} --approve {first} "
+            f"(or --deny {first}=REASON), one option per waiting call"
+        )
+    click.echo("\n".join(lines), err=True)
 
 
 @contextlib.contextmanager
@@ -386,24 +470,33 @@ def _sigterm_cancels_this_task() -> Iterator[None]:
         loop.remove_signal_handler(signal.SIGTERM)
 
 
-def _print_answer(result: RunResult, *, as_json: bool, stopped: str | None = None) -> None:
-    """The answer on stdout (as JSON with `--json`); a limit stop once on stderr either way."""
+def _print_answer(result: RunResult[Any], *, as_json: bool, stopped: str | None = None) -> None:
+    """The answer on stdout (as JSON with `--json`, or when it is typed); a limit stop once on
+    stderr either way."""
     if stopped:
         click.echo(f"stopped: {stopped}", err=True)
+    output = as_json_value(result.output)
+    if not isinstance(output, str) and output is not None and not as_json:
+        click.echo(json.dumps(output, ensure_ascii=False))
+        return
     if as_json:
         click.echo(
             json.dumps(
                 {
-                    "output": result.output,
+                    "output": output,
                     "stop_reason": result.stop_reason,
                     "usage": result.usage.to_dict(),
                     "cost_usd": result.usage.cost_usd,
                     "run_id": result.run_id,
                     "stopped": stopped,
+                    "pending": [
+                        {"call_id": c.call_id, "name": c.name, "arguments": dict(c.arguments)}
+                        for c in result.pending
+                    ],
                 },
                 ensure_ascii=False,
             )
         )
         return
-    if result.output:
-        click.echo(result.output)
+    if output:
+        click.echo(output)

@@ -7,14 +7,17 @@ it cost, when the model's price is known, as the run goes and once more at its e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Protocol
 
 from steadyloop.cli.ids import short_id
 from steadyloop.cli.show import format_cost
 from steadyloop.events import (
+    CallDecided,
     Compacted,
     Event,
     MessageAdded,
@@ -33,14 +36,17 @@ if TYPE_CHECKING:
 __all__ = ["LiveView", "PlainView", "View", "make_view"]
 
 _ARGS_PREVIEW = 60
+_DECIDED = {"deferred": "waiting for approval"}
 
 
 class View(Protocol):
-    """Something that shows a run's events as they happen."""
+    """Something that shows a run's events as they happen; `paused()` stands aside while a
+    question is asked on the terminal."""
 
     def __enter__(self) -> View: ...
     def __exit__(self, *exc_info: object) -> None: ...
     def show(self, event: Event) -> None: ...
+    def paused(self) -> contextlib.AbstractContextManager[None]: ...
 
 
 def make_view(stream: IO[str] | None = None) -> View:
@@ -86,6 +92,9 @@ class PlainView:
         if line is not None:
             print(line, file=self.stream, flush=True)
 
+    def paused(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
 
 def _plain_line(event: Event) -> str | None:
     if isinstance(event, RunStarted) and event.run_id:
@@ -103,6 +112,10 @@ def _plain_line(event: Event) -> str | None:
         return f"  {mark} {event.call.name} {event.duration:.2f}s{note}"
     if isinstance(event, ModelRetry):
         return f"model call failed ({event.error}); attempt {event.attempt} in {event.wait:.1f}s"
+    if isinstance(event, CallDecided):
+        return (
+            f"  {_DECIDED.get(event.decision, event.decision)}: {event.call.name} [{event.call.id}]"
+        )
     if isinstance(event, Compacted):
         return (
             f"compacted: {event.summary.replaced} messages summarised, "
@@ -137,6 +150,14 @@ class LiveView:
     def __exit__(self, *exc_info: object) -> None:
         self.live.refresh()
         self.live.__exit__(None, None, None)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        self.live.stop()
+        try:
+            yield
+        finally:
+            self.live.start()
 
     def show(self, event: Event) -> None:
         cost = _reply_cost(event)

@@ -69,12 +69,27 @@ def build_agent(
     max_tool_output: int = 8_000,
     store: RunLog | None = None,
     settings: Mapping[str, Any] | None = None,
-) -> Agent:
-    """The agent a command line describes; its tool files, servers and model settings are
-    logged with each run so that `resume` and `replay` can rebuild it."""
+    output: str | None = None,
+) -> Agent[Any]:
+    """The agent a command line describes; its tool files, servers, model settings and answer
+    type (`FILE.py:NAME`) are logged with each run so that `resume` and `replay` can rebuild
+    it."""
     from steadyloop.models import resolve_model
 
     tools: list[Tool | Toolset] = [*load_tools(tool_files), *mcp_servers(mcp, mcp_url)]
+    metadata: dict[str, Any] = {
+        "tool_files": [str(Path(f).resolve()) for f in tool_files],
+        "mcp": list(mcp),
+        "mcp_url": list(mcp_url),
+        "settings": dict(settings or {}),
+    }
+    output_type = None
+    if output is not None:
+        from steadyloop.toolfile import load_from_file
+
+        output_type = load_from_file(output)
+        path, _, name = output.rpartition(":")
+        metadata["output"] = f"{Path(path).resolve()}:{name}"
     return Agent(
         resolve_model(model, settings=settings),
         tools=tools,
@@ -82,18 +97,14 @@ def build_agent(
         limits=limits,
         max_tool_output=max_tool_output,
         store=store,
-        metadata={
-            "tool_files": [str(Path(f).resolve()) for f in tool_files],
-            "mcp": list(mcp),
-            "mcp_url": list(mcp_url),
-            "settings": dict(settings or {}),
-        },
+        metadata=metadata,
+        output=output_type,
     )
 
 
 def agent_from_config(
     config: Mapping[str, Any], store: RunLog, *, model: str | None = None
-) -> Agent:
+) -> Agent[Any]:
     """The agent a logged run was made with (its tool files are loaded again)."""
     return build_agent(
         model=model or config.get("model"),
@@ -105,4 +116,5 @@ def agent_from_config(
         max_tool_output=config.get("max_tool_output", 8_000),
         store=store,
         settings=config.get("settings"),
+        output=config.get("output"),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from steadyloop.cli.ids import short_id
@@ -76,11 +76,27 @@ def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[s
             yield f"  ↻ model call failed ({data['error']}); attempt {data['attempt']}"
         elif event.kind == "limit":
             yield f"\n■ stopped: {data['message']}"
+        elif event.kind == "instructions":
+            yield f"instructions: {data['text']}"
+        elif event.kind == "decision":
+            yield _decision_line(data)
         elif event.kind == "message":
             message = message_from_dict(data["message"])
             if data["index"] == info.history and info.history:
                 yield f"\n── {info.history} messages of earlier history above ──"
             yield from _message_lines(message, records, full=full)
+
+
+def _decision_line(data: Mapping[str, Any]) -> str:
+    """One line per decision on a gated call: its id and approved, denied, edited or waiting."""
+    call = data["call"]
+    decision = data["decision"]
+    line = f"decision [{call['id']}] {call['name']}: "
+    if decision == "denied":
+        return line + "denied" + (f" ({data['reason']})" if data.get("reason") else "")
+    if decision == "edited":
+        return line + f"edited to {json.dumps(data.get('edited'), ensure_ascii=False)}"
+    return line + ("waiting for approval" if decision == "deferred" else decision)
 
 
 def _message_lines(message: Any, records: dict[str, Any], *, full: bool) -> Iterator[str]:

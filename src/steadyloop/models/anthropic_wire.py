@@ -10,7 +10,9 @@ paired; every call answered), then these rules keep the request one Anthropic ac
 - an assistant turn is thinking blocks first (replayed with their signatures, F40), then text,
   then `tool_use` (text never after a call, F03b); `input` is always an object (F13);
 - no empty or whitespace-only text block anywhere; a turn left with nothing gets a short
-  placeholder (F20); a tool result with no text is still sent, without content (F29).
+  placeholder (F20); a tool result with no text is still sent, without content (F29);
+- a prompt's images are `image` blocks (base64, or a URL source), PDFs and text files
+  `document` blocks, in the prompt's order.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from typing import Any
 
 from steadyloop.errors import ContextWindowExceeded
 from steadyloop.events import TextDelta, ToolCallDelta
+from steadyloop.media import Document, Image
 from steadyloop.messages import (
     AssistantMessage,
-    Image,
     Message,
     Reasoning,
     Summary,
@@ -34,7 +36,7 @@ from steadyloop.messages import (
     UserMessage,
 )
 from steadyloop.models.base import ModelRequest
-from steadyloop.models.wire import IdRules, ToolNames, prepare_history
+from steadyloop.models.wire import IdRules, MediaRules, ToolNames, prepare_history
 from steadyloop.tools import ToolSpec
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
 
 PROVIDER = "anthropic"
 ANTHROPIC_IDS = IdRules(pattern=re.compile(r"^[a-zA-Z0-9_-]+$"), max_length=64, prefix="toolu_")
+MEDIA = MediaRules(PROVIDER)  # images (also by URL), PDFs and text documents
 EMPTY_ASSISTANT_TEXT = "(no reply)"
 EMPTY_USER_TEXT = "(no message)"
 START_TEXT = "(the conversation so far)"
@@ -106,7 +109,7 @@ def to_wire_messages(
 
 def _blocks(message: Message, names: ToolNames, replay_reasoning: bool) -> list[Block]:
     if isinstance(message, UserMessage):
-        return _texts(message.text)
+        return _texts(message.text) if not message.parts else _parts(message)
     if isinstance(message, Summary):
         return _texts(message.note)
     if isinstance(message, ToolResult):
@@ -138,9 +141,33 @@ def _tool_result(result: ToolResult) -> Block:
     return block
 
 
+def _parts(message: UserMessage) -> list[Block]:
+    blocks: list[Block] = []
+    for part in message.parts:
+        if isinstance(part, str):
+            blocks.extend(_texts(part))
+        else:
+            MEDIA.check(part)
+            blocks.append(_image(part) if isinstance(part, Image) else _document(part))
+    return blocks
+
+
 def _image(image: Image) -> Block:
+    if image.url is not None:
+        return {"type": "image", "source": {"type": "url", "url": image.url}}
     source = {"type": "base64", "media_type": image.media_type, "data": image.data}
     return {"type": "image", "source": source}
+
+
+def _document(document: Document) -> Block:
+    if document.is_pdf:
+        source = {"type": "base64", "media_type": "application/pdf", "data": document.data}
+    else:
+        source = {"type": "text", "media_type": "text/plain", "data": document.text}
+    block: Block = {"type": "document", "source": source}
+    if document.name:
+        block["title"] = document.name
+    return block
 
 
 def _text(text: str) -> Block:

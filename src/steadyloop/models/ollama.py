@@ -3,7 +3,8 @@
 The server is `OLLAMA_HOST` (as Ollama itself reads it: `host`, `host:port` or a URL, with or
 without `/v1`), else `http://localhost:11434/v1`. No key is needed. Any other OpenAI-compatible
 server (vLLM, llama.cpp, LM Studio) works the same way through
-`OpenAIChatModel(model, base_url=..., api_key=...)`.
+`OpenAIChatModel(model, base_url=..., api_key=...)`. Ollama takes images only as data, not as
+URLs, and no PDF files: a prompt with either is a `ConfigError` before anything is sent.
 """
 
 from __future__ import annotations
@@ -38,4 +39,6 @@ def from_spec(name: str, **options: Any) -> OpenAIChatModel:
     options.setdefault("base_url", ollama_base_url())
     options.setdefault("name", f"ollama:{name}")
     options.setdefault("key_env", None)
+    options.setdefault("image_urls", False)
+    options.setdefault("pdfs", False)
     return OpenAIChatModel(name, **options)

@@ -6,7 +6,9 @@ Chat messages; a reply (JSON or SSE chunks, as plain dicts) becomes an `Assistan
 shapes sent are the ones every server tested accepts: an assistant message with tool calls has
 `content: ""` (llama.cpp rejects null or a missing content, F42), `tool_calls` is never an empty
 array (F21), `tools` and `parallel_tool_calls` are left out when there are no tools (F39), tool
-results are one `role: tool` message each with string content. Requests go through the official
+results are one `role: tool` message each with string content; a prompt's images and documents
+are `image_url` and `file` parts of its user message (text documents as text). Requests go
+through the official
 SDK's `post` with raw dicts, so the parsers below see exactly what the server sent (arguments as
 an object, F15; empty ids, F23) and the cassette tests exercise the same code.
 """
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from steadyloop.errors import ConfigError, ModelError
 from steadyloop.events import TextDelta, ToolCallDelta
+from steadyloop.media import Image
 from steadyloop.messages import (
     AssistantMessage,
     Summary,
@@ -31,7 +34,14 @@ from steadyloop.messages import (
 from steadyloop.models.base import Model, ModelRequest, StreamPart
 from steadyloop.models.deadline import Deadline
 from steadyloop.models.openai_errors import KeyHint, error_from_body, openai_errors
-from steadyloop.models.wire import IdRules, ToolNames, prepare_history, request_settings
+from steadyloop.models.wire import (
+    IdRules,
+    MediaRules,
+    ToolNames,
+    document_text,
+    prepare_history,
+    request_settings,
+)
 from steadyloop.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -39,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHAT_IDS",
+    "OPENAI_MEDIA",
     "ChatStreamParser",
     "OpenAIChatModel",
     "chat_body",
@@ -48,6 +59,7 @@ __all__ = [
 ]
 
 CHAT_IDS = IdRules(max_length=40)
+OPENAI_MEDIA = MediaRules("openai")  # images (also by URL) and PDFs
 INSTALL_HINT = "the OpenAI SDK is not installed: pip install 'steadyloop[openai]'"
 NO_KEY_HINT = (
     "{env} is not set: export it, pass api_key=..., or use --model test "
@@ -77,6 +89,9 @@ class OpenAIModel(Model):
             retryable `ModelError`. The SDK keeps its own limits on connecting and on silence.
         parallel_tool_calls: sent only when set and the request has tools.
         settings: extra request fields (temperature, max_tokens, ...), sent as given.
+        image_urls, pdfs: whether the server fetches image URLs and reads PDF files in a
+            prompt (OpenAI's does; many compatible servers do not): a prompt with one it
+            cannot take is a `ConfigError` before anything is sent.
         name: the spec string shown in logs (default "<provider>:<model>").
         key_env: the variable a rejected-key error tells the user to check (None: no key).
     """
@@ -96,6 +111,8 @@ class OpenAIModel(Model):
         settings: Mapping[str, Any] | None = None,
         name: str | None = None,
         key_env: str | None = "OPENAI_API_KEY",
+        image_urls: bool = True,
+        pdfs: bool = True,
     ) -> None:
         if not model:
             raise ConfigError(f"{self.provider}: a model name is required, e.g. gpt-4.1-mini")
@@ -105,6 +122,7 @@ class OpenAIModel(Model):
         self.parallel_tool_calls = parallel_tool_calls
         self.settings = dict(settings or {})
         self.hint = KeyHint(key_env)
+        self.media = MediaRules(self.name, image_urls=image_urls, pdfs=pdfs)
         self._owns_client = client is None
         self.client = (
             client
@@ -182,7 +200,7 @@ class OpenAIChatModel(OpenAIModel):
         yield parser.finish()
 
     def _body(self, request: ModelRequest, names: ToolNames, stream: bool) -> dict[str, Any]:
-        body = chat_body(self.model, request, names, self.parallel_tool_calls)
+        body = chat_body(self.model, request, names, self.parallel_tool_calls, self.media)
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -203,9 +221,10 @@ def chat_body(
     request: ModelRequest,
     names: ToolNames,
     parallel_tool_calls: bool | None = None,
+    media: MediaRules = OPENAI_MEDIA,
 ) -> dict[str, Any]:
     """The Chat Completions request body for `request` (without stream settings)."""
-    body: dict[str, Any] = {"model": model, "messages": chat_messages(request, names)}
+    body: dict[str, Any] = {"model": model, "messages": chat_messages(request, names, media)}
     if request.tools:
         body["tools"] = [_tool(spec, names) for spec in request.tools]
         if parallel_tool_calls is not None:
@@ -213,14 +232,16 @@ def chat_body(
     return body
 
 
-def chat_messages(request: ModelRequest, names: ToolNames) -> list[dict[str, Any]]:
+def chat_messages(
+    request: ModelRequest, names: ToolNames, media: MediaRules = OPENAI_MEDIA
+) -> list[dict[str, Any]]:
     """The canonical view as Chat messages: system prompt first, ids and names rewritten."""
     out: list[dict[str, Any]] = []
     if request.instructions:
         out.append({"role": "system", "content": request.instructions})
     for message in prepare_history(request.messages, CHAT_IDS):
         if isinstance(message, UserMessage):
-            out.append({"role": "user", "content": message.text})
+            out.append({"role": "user", "content": _user_content(message, media)})
         elif isinstance(message, Summary):
             out.append({"role": "user", "content": message.note})
         elif isinstance(message, ToolResult):
@@ -233,6 +254,28 @@ def chat_messages(request: ModelRequest, names: ToolNames) -> list[dict[str, Any
         elif message.text:
             out.append({"role": "assistant", "content": message.text})
     return out
+
+
+def _user_content(message: UserMessage, media: MediaRules) -> str | list[dict[str, Any]]:
+    """The text, or the parts in order: text, `image_url` (a URL or a data URL) and `file`
+    (a PDF as a data URL); a text document is text."""
+    if not message.parts:
+        return message.text
+    content: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, str):
+            if part:
+                content.append({"type": "text", "text": part})
+            continue
+        media.check(part)
+        if isinstance(part, Image):
+            content.append({"type": "image_url", "image_url": {"url": part.data_url}})
+        elif part.is_pdf:
+            file = {"filename": part.name or "document.pdf", "file_data": part.data_url}
+            content.append({"type": "file", "file": file})
+        else:
+            content.append({"type": "text", "text": document_text(part)})
+    return content
 
 
 def wire_arguments(arguments: str | Mapping[str, Any]) -> str:

@@ -5,7 +5,9 @@ can be resumed or compacted freely. Items sent: user messages, assistant text, `
 items paired with their `function_call_output` by `call_id` (F06), and the reasoning items the
 model produced, replayed once each, right before the calls they preceded (F07). Server item ids
 (`fc_…`, `msg_…`) are never replayed, so no duplicate or wrongly prefixed id can reach the API
-(F08); only reasoning items keep theirs, as the API requires.
+(F08); only reasoning items keep theirs, as the API requires. A prompt's images and documents
+are `input_image` (with `detail: auto`, which the API requires) and `input_file` parts of its
+user message; a text document is `input_text`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from steadyloop.errors import ModelError
 from steadyloop.events import TextDelta, ToolCallDelta
+from steadyloop.media import Image
 from steadyloop.messages import (
     AssistantMessage,
     Reasoning,
@@ -26,9 +29,16 @@ from steadyloop.messages import (
     UserMessage,
 )
 from steadyloop.models.base import ModelRequest, StreamPart
-from steadyloop.models.openai_chat import OpenAIModel, wire_arguments
+from steadyloop.models.openai_chat import OPENAI_MEDIA, OpenAIModel, wire_arguments
 from steadyloop.models.openai_errors import KeyHint, error_from_body
-from steadyloop.models.wire import IdRules, ToolNames, prepare_history, request_settings
+from steadyloop.models.wire import (
+    IdRules,
+    MediaRules,
+    ToolNames,
+    document_text,
+    prepare_history,
+    request_settings,
+)
 from steadyloop.tools import ToolSpec
 
 __all__ = [
@@ -76,7 +86,7 @@ class OpenAIResponsesModel(OpenAIModel):
         yield parser.finish()
 
     def _body(self, request: ModelRequest, names: ToolNames, stream: bool) -> dict[str, Any]:
-        body = responses_body(self.model, request, names, self.parallel_tool_calls)
+        body = responses_body(self.model, request, names, self.parallel_tool_calls, self.media)
         if self.reasoning is not None:
             body["reasoning"] = self.reasoning
             body["include"] = ["reasoning.encrypted_content"]
@@ -99,11 +109,12 @@ def responses_body(
     request: ModelRequest,
     names: ToolNames,
     parallel_tool_calls: bool | None = None,
+    media: MediaRules = OPENAI_MEDIA,
 ) -> dict[str, Any]:
     """The Responses request body for `request` (stateless: `store` false, full input)."""
     body: dict[str, Any] = {
         "model": model,
-        "input": responses_input(request, names),
+        "input": responses_input(request, names, media),
         "store": False,
     }
     if request.instructions:
@@ -115,13 +126,15 @@ def responses_body(
     return body
 
 
-def responses_input(request: ModelRequest, names: ToolNames) -> list[dict[str, Any]]:
+def responses_input(
+    request: ModelRequest, names: ToolNames, media: MediaRules = OPENAI_MEDIA
+) -> list[dict[str, Any]]:
     """The canonical view as Responses input items."""
     items: list[dict[str, Any]] = []
     replayed: set[str] = set()
     for message in prepare_history(request.messages, RESPONSES_IDS):
         if isinstance(message, UserMessage):
-            items.append({"role": "user", "content": message.text})
+            items.append({"role": "user", "content": _user_content(message, media)})
         elif isinstance(message, Summary):
             items.append({"role": "user", "content": message.note})
         elif isinstance(message, ToolResult):
@@ -135,6 +148,27 @@ def responses_input(request: ModelRequest, names: ToolNames) -> list[dict[str, A
         else:
             items.extend(_assistant_items(message, names, replayed))
     return items
+
+
+def _user_content(message: UserMessage, media: MediaRules) -> str | list[dict[str, Any]]:
+    """The text, or the parts in order as `input_text`, `input_image` and `input_file`."""
+    if not message.parts:
+        return message.text
+    content: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, str):
+            if part:
+                content.append({"type": "input_text", "text": part})
+            continue
+        media.check(part)
+        if isinstance(part, Image):
+            content.append({"type": "input_image", "image_url": part.data_url, "detail": "auto"})
+        elif part.is_pdf:
+            name = part.name or "document.pdf"
+            content.append({"type": "input_file", "filename": name, "file_data": part.data_url})
+        else:
+            content.append({"type": "input_text", "text": document_text(part)})
+    return content
 
 
 def _assistant_items(

@@ -7,6 +7,8 @@ the model's view so that none of these reach the wire, deterministically (the sa
 gives the same ids) and consistently (a call and its result get the same new id). The canonical
 transcript keeps the originals. `valid_tool_names` is the one rule that makes tool names valid,
 for Python tools here and for MCP tools when a server lists them; `ToolNames` maps both ways.
+`MediaRules` says which images and documents a provider takes in a prompt, so one it cannot take
+is a `ConfigError` before anything is sent.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from steadyloop.errors import ConfigError
+from steadyloop.media import IMAGE_TYPES, Document, Image
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 
 __all__ = [
     "TOOL_SETTINGS",
     "IdRules",
+    "MediaRules",
     "ToolNames",
+    "document_text",
     "prepare_history",
     "request_settings",
     "valid_tool_names",
@@ -55,6 +61,40 @@ class IdRules:
         """A valid id derived from `seed` (deterministic)."""
         room = max(8, min(24, self.max_length - len(self.prefix)))
         return self.prefix + _digest(seed, room)
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRules:
+    """What a provider (named `provider` in errors) takes in a prompt besides text: every one
+    takes PNG, JPEG, GIF and WebP images; some cannot fetch an image URL or read a PDF."""
+
+    provider: str
+    image_urls: bool = True
+    pdfs: bool = True
+
+    def check(self, part: Image | Document) -> None:
+        """`ConfigError` saying what to do when the provider cannot take `part`."""
+        if isinstance(part, Image):
+            if part.url is not None and not self.image_urls:
+                raise ConfigError(
+                    f"{self.provider} cannot fetch images from URLs: send the image itself "
+                    "with Image.from_path(...) or Image.from_bytes(...)"
+                )
+            if part.url is None and part.media_type not in IMAGE_TYPES:
+                raise ConfigError(
+                    f"{self.provider} takes PNG, JPEG, GIF and WebP images, not "
+                    f"{part.media_type}: convert the image to one of those"
+                )
+        elif part.is_pdf and not self.pdfs:
+            raise ConfigError(
+                f"{self.provider} cannot read PDF documents: send their text instead "
+                "(Document.from_path of a text file), or use a model that reads PDFs"
+            )
+
+
+def document_text(document: Document) -> str:
+    """A text document as prompt text, under its name."""
+    return f"[document: {document.name}]\n{document.text}" if document.name else document.text
 
 
 def valid_tool_names(names: Iterable[str]) -> dict[str, str]:

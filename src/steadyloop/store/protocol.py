@@ -63,7 +63,8 @@ class RunLog(Protocol):
     def mark(
         self, run_id: str, status: str, error: str | None = None, usage: Usage | None = None
     ) -> None:
-        """Sets the run's status (running, error, interrupted) and, when given, its usage."""
+        """Sets the run's status (running, paused, error, interrupted) and, when given, its
+        usage."""
 
     def claim(self, run_id: str) -> None:
         """Marks the run live here; `ConfigError` when it is live elsewhere."""

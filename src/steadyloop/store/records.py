@@ -20,8 +20,10 @@ from typing import Any
 
 from steadyloop.errors import ConfigError
 from steadyloop.events import (
+    CallDecided,
     Compacted,
     Event,
+    InstructionsMade,
     LimitReached,
     MessageAdded,
     ModelRequestStarted,
@@ -41,6 +43,7 @@ from steadyloop.messages import (
     Usage,
     message_from_dict,
 )
+from steadyloop.output import as_json
 
 __all__ = [
     "RUN_COLUMNS",
@@ -67,7 +70,8 @@ RUN_COLUMNS = (
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """One run's row: `status` is running, answered, limit, error or interrupted."""
+    """One run's row: `status` is running, answered, limit, paused (for approval), error or
+    interrupted."""
 
     id: str
     created: float
@@ -417,10 +421,23 @@ def _row(event: Event) -> tuple[str, Mapping[str, Any]]:
         }
     if isinstance(event, LimitReached):
         return "limit", {"reason": event.reason, "message": event.message}
+    if isinstance(event, InstructionsMade):
+        return "instructions", {"text": event.text}
+    if isinstance(event, CallDecided):
+        decision: dict[str, Any] = {
+            "call": event.call.to_dict(),
+            "decision": event.decision,
+            "arguments": dict(event.arguments),
+        }
+        if event.reason:
+            decision["reason"] = event.reason
+        if event.edited is not None:
+            decision["edited"] = dict(event.edited)
+        return "decision", decision
     if isinstance(event, RunFinished):
         return "finished", {
             "stop_reason": event.result.stop_reason,
-            "output": event.result.output,
+            "output": as_json(event.result.output),
             "usage": event.result.usage.to_dict(),
         }
     raise TypeError(f"no log row for {type(event).__name__}")

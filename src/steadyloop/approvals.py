@@ -1,0 +1,238 @@
+"""Human approval of risky tool calls: decisions, waiting calls, and the hook that applies them.
+
+A tool made with `@tool(approve=True)` (or `approve=fn(arguments) -> bool`) is gated. Each gated
+call is decided after its arguments are validated and before its body runs, so nothing ever runs
+twice: `Approve()` runs it, `Deny(reason)` answers it with an error the model reads, `Edit(args)`
+runs it with other arguments (validated again; the result says so), and `Defer()` leaves it
+waiting. The decision comes from `Agent(approver=fn)`, or from `Agent.resume(...,
+decisions=...)` for a run that paused (`stop_reason="approval"`, `result.pending`). The hook
+(`Approvals`, an `Effects`) is added to a run only when a tool is gated or decisions are given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from steadyloop.dispatch import parse_arguments
+from steadyloop.effects import Effects, Proceed, ToolInvocation
+from steadyloop.errors import ConfigError
+from steadyloop.events import CallDecided, Event, ToolCallFinished
+from steadyloop.limits import canonical_arguments
+from steadyloop.messages import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from steadyloop.context import RunContext
+
+__all__ = [
+    "DENIED_TEXT",
+    "WAITING_TEXT",
+    "Approvals",
+    "Approve",
+    "Approver",
+    "Decision",
+    "Decisions",
+    "Defer",
+    "Deny",
+    "Edit",
+    "Pause",
+    "PendingCall",
+    "check_decisions",
+    "denied_result",
+]
+
+DENIED_TEXT = "denied by the reviewer"
+WAITING_TEXT = "not run: it was waiting for approval when the run stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class Approve:
+    """Run the call as the model made it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """Do not run the call; the model reads "denied by the reviewer: `reason`"."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Run the call with these arguments instead (validated again); its result says so."""
+
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Defer:
+    """Decide later: the run pauses once the turn's other calls are answered."""
+
+
+Decision: TypeAlias = Approve | Deny | Edit | Defer
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A gated call waiting for a decision: `arguments` is the JSON object the model sent.
+
+    Hashable, so it can key `decisions`; as a key it binds the decision to these exact
+    arguments, not just the id.
+    """
+
+    call_id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+    def __hash__(self) -> int:
+        return hash((self.call_id, self.name, canonical_arguments(self.arguments)))
+
+
+Approver = Callable[[PendingCall, "RunContext[Any]"], Decision | Awaitable[Decision]]
+# Keyed by call id (str) or by `PendingCall`, either way or mixed (checked when used; `Any`
+# because a mapping's key type is invariant, so no one annotation accepts all three).
+Decisions = Mapping[Any, Decision]
+
+
+@dataclass(slots=True)
+class Pause:
+    """What a run paused for approval leaves for `resume`: the waiting calls, the results of
+    the turn's other calls (held back so that results enter the transcript in call order), the
+    model calls spent, and whether it was resumed already."""
+
+    pending: tuple[PendingCall, ...]
+    held: dict[str, ToolResult]
+    turns: int
+    resumed: bool = field(default=False)
+
+
+class Approvals(Effects):
+    """The approval hook of one run.
+
+    `decided` holds decisions already made (by call id) for calls this run will answer;
+    others are asked of `approver`, one question at a time (a sync approver runs in a thread,
+    so a person taking their time holds up nothing else). Deferred calls collect in `pending`.
+    """
+
+    def __init__(
+        self,
+        approver: Approver | None,
+        decided: Mapping[str, Decision],
+        context: Callable[[ToolInvocation], RunContext[Any]],
+        notify: Callable[[Event], None] | None,
+    ) -> None:
+        self._approver = approver
+        self._decided = dict(decided)
+        self._context = context
+        self._notify = notify
+        self._asking = asyncio.Lock()
+        self.pending: list[PendingCall] = []
+
+    async def tool_call(self, call: ToolInvocation, proceed: Proceed) -> ToolCallFinished:
+        tool, model_call = call.tool, call.call
+        decision = self._decided.pop(model_call.id, None)
+        if tool is None or (decision is None and not tool.approve):
+            return await proceed()
+        try:
+            arguments = dict(parse_arguments(model_call.arguments))
+            tool.bind(arguments)
+        except Exception:  # bad arguments: the call never runs, the dispatcher answers them
+            return await proceed()
+        if decision is None:
+            if not tool.needs_approval(arguments):
+                return await proceed()
+            decision = await self._ask(PendingCall(model_call.id, tool.name, arguments), call)
+        self._emit(_decided(model_call, decision, arguments))
+        if isinstance(decision, Approve):
+            return await proceed()
+        if isinstance(decision, Edit):
+            return await proceed(decision.arguments)
+        if isinstance(decision, Deny):
+            finished = _finished(model_call, denied_result(model_call, decision.reason))
+            self._emit(finished)  # logged as the call's answer, like a call that ran
+            return finished
+        self.pending.append(PendingCall(model_call.id, tool.name, arguments))
+        return _finished(model_call, ToolResult(model_call.id, model_call.name, WAITING_TEXT, True))
+
+    async def _ask(self, pending: PendingCall, call: ToolInvocation) -> Decision:
+        approver = self._approver
+        if approver is None:
+            return Defer()
+        async with self._asking:
+            context = self._context(call)
+            if inspect.iscoroutinefunction(approver):
+                decision = await approver(pending, context)
+            else:
+                decision = await asyncio.to_thread(approver, pending, context)
+                if inspect.isawaitable(decision):
+                    decision = await decision
+        if not isinstance(decision, Approve | Deny | Edit | Defer):
+            raise ConfigError(
+                f"the approver returned {decision!r} for call {pending.call_id}: return "
+                "Approve(), Deny(reason), Edit(arguments) or Defer()"
+            )
+        return decision
+
+    def _emit(self, event: Event) -> None:
+        if self._notify is not None:
+            self._notify(event)
+
+
+def denied_result(call: ToolCall, reason: str) -> ToolResult:
+    """What the model reads for a denied call."""
+    text = f"{DENIED_TEXT}: {reason}" if reason else DENIED_TEXT
+    return ToolResult(call.id, call.name, text, is_error=True)
+
+
+def check_decisions(pending: Sequence[PendingCall], decisions: Decisions) -> dict[str, Decision]:
+    """The decisions by call id; `ConfigError` (nothing runs) for a decision that names no
+    waiting call, was made for other arguments, is not one to run on, or is missing."""
+    waiting = {call.call_id: call for call in pending}
+    names = ", ".join(waiting) or "none"
+    out: dict[str, Decision] = {}
+    for key, decision in decisions.items():
+        call_id = key.call_id if isinstance(key, PendingCall) else key
+        call = waiting.get(call_id)
+        if call is None:
+            raise ConfigError(
+                f"no call {call_id!r} is waiting for a decision in this run (waiting: {names}): "
+                "decide the calls in result.pending"
+            )
+        if isinstance(key, PendingCall) and key != call:
+            raise ConfigError(
+                f"the decision for call {call_id!r} was made for {key.name}"
+                f"({json.dumps(dict(key.arguments))}), but the call waiting is {call.name}"
+                f"({json.dumps(dict(call.arguments))}): decide the calls in this run's "
+                "result.pending"
+            )
+        if not isinstance(decision, Approve | Deny | Edit):
+            raise ConfigError(
+                f"the decision for call {call_id!r} is {decision!r}: resume with Approve(), "
+                "Deny(reason) or Edit(arguments), or leave the run paused"
+            )
+        out[call_id] = decision
+    missing = [call_id for call_id in waiting if call_id not in out]
+    if missing:
+        raise ConfigError(
+            f"no decision for the waiting call(s) {', '.join(missing)}: give each one in "
+            "decisions={call_id: Approve() | Deny(reason) | Edit(arguments)}"
+        )
+    return out
+
+
+def _decided(call: ToolCall, decision: Decision, arguments: Mapping[str, Any]) -> CallDecided:
+    if isinstance(decision, Approve):
+        return CallDecided(call, "approved", arguments)
+    if isinstance(decision, Deny):
+        return CallDecided(call, "denied", arguments, reason=decision.reason)
+    if isinstance(decision, Edit):
+        return CallDecided(call, "edited", arguments, edited=dict(decision.arguments))
+    return CallDecided(call, "deferred", arguments)
+
+
+def _finished(call: ToolCall, result: ToolResult) -> ToolCallFinished:
+    return ToolCallFinished(call, result, result.content, 0.0, 0)

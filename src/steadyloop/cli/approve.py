@@ -1,0 +1,71 @@
+"""`steadyloop run --approve`: a person at the terminal decides each gated call, y/n/e.
+
+The question goes to stderr and the answer comes from stdin, read in a thread so the other calls
+of the turn go on meanwhile; the live view stands aside while it is asked. End of input (Ctrl-D)
+leaves the call waiting: the run pauses and `steadyloop resume` decides it later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from typing import IO, Any
+
+from steadyloop.approvals import Approve, Decision, Defer, Deny, Edit, PendingCall
+from steadyloop.cli.live import View
+from steadyloop.context import RunContext
+
+__all__ = ["terminal_approver"]
+
+
+def terminal_approver(
+    view: View, read: Callable[[], str] = input, out: IO[str] | None = None
+) -> Callable[[PendingCall, RunContext[Any]], Any]:
+    """An approver that asks y (approve), n (deny, with an optional reason) or e (edit the
+    arguments as JSON) for each call; `read` returns one line and raises EOFError at the end."""
+
+    def write(text: str) -> None:
+        stream = out or sys.stderr
+        stream.write(text)
+        stream.flush()
+
+    async def ask(prompt: str) -> str:
+        write(prompt)
+        return (await asyncio.to_thread(read)).strip()
+
+    async def approve(call: PendingCall, ctx: RunContext[Any]) -> Decision:
+        arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
+        with view.paused():
+            try:
+                while True:
+                    answer = await ask(f"run {call.name}({arguments}) [{call.call_id}]? y/n/e: ")
+                    if answer.lower() in ("y", "yes"):
+                        return Approve()
+                    if answer.lower() in ("n", "no"):
+                        return Deny(await ask("reason (optional, the model reads it): "))
+                    if answer.lower() in ("e", "edit"):
+                        edited = await _edited(ask, write)
+                        if edited is not None:
+                            return Edit(edited)
+                    else:
+                        write("answer y (run it), n (deny it) or e (edit its arguments)\n")
+            except EOFError:
+                write("\nno answer: the call waits for `steadyloop resume`\n")
+                return Defer()
+
+    return approve
+
+
+async def _edited(ask: Callable[[str], Any], write: Callable[[str], None]) -> dict[str, Any] | None:
+    text = await ask("arguments as a JSON object: ")
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        write(f"not JSON ({exc}); try again\n")
+        return None
+    if not isinstance(value, dict):
+        write('the arguments must be a JSON object, like {"amount": 10}; try again\n')
+        return None
+    return value

@@ -1,0 +1,130 @@
+"""`RunContext`: what a tool, an approver or callable instructions know about the run they serve.
+
+A tool parameter annotated `RunContext[...]` is left out of the schema the model sees and filled
+in when the tool runs: `ctx.deps` is the object passed as `run(..., deps=...)` (a database, the
+user, an HTTP client), never logged or serialised. The context of a call is set by a hook around
+each tool call (`ToolContext`, an `Effects`), so the tool's `bind` finds it; an agent whose tools
+take no context has no such hook and pays nothing.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from steadyloop.effects import Effects, Proceed, ToolInvocation
+from steadyloop.errors import ConfigError
+from steadyloop.messages import Message, Usage
+
+if TYPE_CHECKING:
+    from steadyloop.events import ToolCallFinished
+    from steadyloop.tools import Tool
+
+__all__ = [
+    "Instructions",
+    "RunContext",
+    "ToolContext",
+    "check_deps",
+    "context_type",
+    "current_context",
+    "make_instructions",
+]
+
+DepsT = TypeVar("DepsT")
+
+Instructions = str | Callable[["RunContext[Any]"], str | Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext(Generic[DepsT]):
+    """The run a tool call (or an approver, or callable instructions) belongs to.
+
+    `deps` is what the run was given as `deps=`; `turn` counts model calls from 1 (the calls of
+    the first reply have turn 1); `call_id` is the tool call's id (None outside a call);
+    `usage` is the run's usage so far, including the model call that asked for the tool;
+    `messages` the transcript so far (read-only).
+    """
+
+    deps: DepsT
+    run_id: str | None = None
+    turn: int = 0
+    call_id: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    messages: tuple[Message, ...] = ()
+
+
+_CURRENT: ContextVar[RunContext[Any] | None] = ContextVar("steadyloop_run_context", default=None)
+
+
+def current_context() -> RunContext[Any]:
+    """The context of the tool call being bound (an empty one outside a run)."""
+    context = _CURRENT.get()
+    return context if context is not None else RunContext(None)
+
+
+class ToolContext(Effects):
+    """The hook that sets each tool call's `RunContext` while the call is answered.
+
+    `make(invocation)` builds it; it is set in the call's own task, so parallel calls each see
+    their own.
+    """
+
+    def __init__(self, make: Callable[[ToolInvocation], RunContext[Any]]) -> None:
+        self._make = make
+
+    async def tool_call(self, call: ToolInvocation, proceed: Proceed) -> ToolCallFinished:
+        token = _CURRENT.set(self._make(call))
+        try:
+            return await proceed()
+        finally:
+            _CURRENT.reset(token)
+
+
+def context_type(annotation: Any) -> tuple[bool, Any]:
+    """(True, the deps type) when `annotation` is `RunContext` or `RunContext[X]`."""
+    if annotation is RunContext:
+        return True, Any
+    if typing.get_origin(annotation) is RunContext:
+        (deps,) = typing.get_args(annotation)
+        return True, deps
+    return False, None
+
+
+def check_deps(tools: Sequence[Tool], deps: Any) -> None:
+    """`ConfigError` when a tool's `RunContext[X]` cannot take `deps` (checked where an
+    `isinstance` can tell: plain classes, not protocols or type variables)."""
+    if deps is None:
+        return
+    for tool in tools:
+        for param, expected in tool.context_types.items():
+            cls = typing.get_origin(expected) or expected
+            if not isinstance(cls, type) or cls is Any:
+                continue
+            try:
+                fits = isinstance(deps, cls)
+            except TypeError:  # a protocol that is not runtime-checkable
+                continue
+            if not fits:
+                raise ConfigError(
+                    f"tool {tool.name!r}: its {param} is RunContext[{cls.__name__}] but deps is "
+                    f"a {type(deps).__name__}: pass deps={cls.__name__}(...), or change the "
+                    "annotation"
+                )
+
+
+async def make_instructions(source: Instructions | None, context: RunContext[Any]) -> str | None:
+    """The system prompt: `source` itself, or what the callable makes of the context."""
+    if source is None or isinstance(source, str):
+        return source
+    text = source(context)
+    if inspect.isawaitable(text):
+        text = await text
+    if not isinstance(text, str):
+        raise ConfigError(
+            f"instructions returned {type(text).__name__}, not str: return the system prompt text"
+        )
+    return text

@@ -1,0 +1,169 @@
+"""Typed answers: a run with `output=SomeType` ends when the model calls `final_answer`.
+
+The model answers through a tool, `final_answer`, whose schema comes from the same code as every
+tool's, so a bad answer gets the same field-by-field error text and the run goes on (a turn
+spent; `max_turns` and the repeat guard bound it). One mechanism for every provider: no
+`tool_choice=required`, no provider JSON mode. A reply in text alone while the answer is due is
+followed by a visible instruction to call `final_answer`; a `final_answer` call beside other
+calls is refused ("call it alone") while the others run.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from steadyloop.errors import ConfigError
+from steadyloop.messages import ToolCall, UserMessage
+from steadyloop.tools import ArgumentsError, BoundCall, Tool, ToolOutput, ToolSpec
+
+__all__ = [
+    "ACCEPTED_TEXT",
+    "ALONE_TEXT",
+    "FINAL_ANSWER",
+    "NUDGE_TEXT",
+    "AnswerTools",
+    "FinalAnswer",
+    "OutputCheck",
+    "OutputSpec",
+    "as_json",
+    "output_spec",
+]
+
+FINAL_ANSWER = "final_answer"
+ACCEPTED_TEXT = "final answer accepted"
+ALONE_TEXT = (
+    "final_answer was not read: call it alone, once you have the other results (the other "
+    "calls of this reply are being run)"
+)
+NUDGE_TEXT = (
+    "Your reply was not taken as the answer: answer by calling the final_answer tool (alone), "
+    "with the answer as its arguments."
+)
+DESCRIPTION = (
+    "Give your final answer with this tool once you have everything you need; the run ends "
+    "when it is accepted. Call it alone, not beside other tool calls."
+)
+
+OutputCheck = Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """An answer type made into a tool: its spec and the validator giving the typed value."""
+
+    output_type: Any
+    spec: ToolSpec
+    validate: Callable[[Any], Any]
+
+
+def output_spec(output_type: Any, tool_names: Sequence[str]) -> OutputSpec | None:
+    """The answer tool for `output_type`; None for `str` (the answer is the reply's text).
+
+    Raises `ConfigError` when pydantic cannot describe the type, or a tool already has the name.
+    """
+    if output_type is None or output_type is str:
+        return None
+    if FINAL_ANSWER in tool_names:
+        raise ConfigError(
+            f"a tool is named {FINAL_ANSWER!r}, the name the model answers a typed run with: "
+            "rename the tool with @tool(name=...)"
+        )
+    from steadyloop.schema import describe_output
+
+    validate, spec = describe_output(output_type, FINAL_ANSWER, DESCRIPTION)
+    return OutputSpec(output_type, spec, validate)
+
+
+class AnswerTools:
+    """An agent's answer types and the `final_answer` tool each run gets.
+
+    A spec is built once per type (pydantic takes about a millisecond); the agent's own type
+    is built at once, so a type pydantic cannot describe fails when the agent is made.
+    """
+
+    def __init__(
+        self, output_type: Any, check: OutputCheck | None, tool_names: Sequence[str]
+    ) -> None:
+        self.default = output_type
+        self._check = check
+        self._tool_names = tuple(tool_names)
+        self._specs: dict[Any, OutputSpec | None] = {}
+        self._spec(output_type)
+
+    def for_run(self, output_type: Any) -> FinalAnswer | None:
+        """A fresh `final_answer` tool for a run answering `output_type` (None: the agent's
+        type); None when the answer is text."""
+        spec = self._spec(self.default if output_type is None else output_type)
+        return None if spec is None else FinalAnswer(spec, self._check)
+
+    def _spec(self, output_type: Any) -> OutputSpec | None:
+        try:
+            return self._specs[output_type]
+        except KeyError:
+            spec = self._specs[output_type] = output_spec(output_type, self._tool_names)
+            return spec
+        except TypeError:  # an unhashable type (Annotated with odd metadata): not cached
+            return output_spec(output_type, self._tool_names)
+
+
+class FinalAnswer(Tool):
+    """The `final_answer` tool of one run: validates the answer, runs `check`, keeps the value.
+
+    One per run: `expect(calls)` is told each reply's calls before they are dispatched, so a
+    `final_answer` beside other calls is refused; the accepted value is in `value` once
+    `accepted` is true.
+    """
+
+    def __init__(self, output: OutputSpec, check: OutputCheck | None) -> None:
+        super().__init__(output.spec)
+        self._output = output
+        self._check = check
+        self._alone = True
+        self.accepted = False
+        self.value: Any = None
+
+    def expect(self, calls: Sequence[ToolCall]) -> None:
+        """Tells the tool the calls of the reply about to be dispatched."""
+        self._alone = len(calls) == 1
+
+    def nudge(self) -> UserMessage:
+        """The instruction appended after a reply in text alone."""
+        return UserMessage(NUDGE_TEXT)
+
+    def bind(self, arguments: Any) -> BoundCall:
+        if not self._alone:
+            raise ArgumentsError(ALONE_TEXT)
+        from pydantic import ValidationError
+
+        try:
+            value = self._output.validate(arguments)
+        except ValidationError as exc:
+            from steadyloop.schema import describe_validation_error
+
+            raise ArgumentsError(describe_validation_error(self.name, exc)) from None
+        check = self._check
+        if check is None:
+            return BoundCall(_same, {"value": value}, is_async=True)
+        # A sync check runs in a tool thread, like a sync tool.
+        return BoundCall(functools.partial(check, value), {}, inspect.iscoroutinefunction(check))
+
+    def render(self, value: Any) -> ToolOutput:
+        self.accepted, self.value = True, value
+        return ToolOutput(ACCEPTED_TEXT)
+
+
+async def _same(value: Any) -> Any:
+    return value
+
+
+def as_json(value: Any) -> Any:
+    """An answer as plain JSON values (a model or dataclass as an object), for logs and print."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    import pydantic_core
+
+    return pydantic_core.to_jsonable_python(value, fallback=repr)
