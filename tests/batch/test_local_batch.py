@@ -10,7 +10,7 @@ import pytest
 from conftest import read_rows, write_tasks
 
 from steadyloop import Agent, Limits, UserMessage
-from steadyloop.batch import LocalEngine, run_batch
+from steadyloop.batch import BadTask, BatchReport, LocalEngine, run_batch
 from steadyloop.errors import ConfigError
 from steadyloop.store import open_store
 from steadyloop.testing import FunctionModel
@@ -235,3 +235,15 @@ def test_a_run_killed_before_its_prompt_was_logged_resumes_with_its_prompt(
     finally:
         store.close()
     assert first == UserMessage("task 7")
+
+
+def test_the_summary_says_how_many_tasks_are_left_for_the_next_run() -> None:
+    report = BatchReport("b", Path("out.jsonl"), tasks=10, skipped=2, answered=5, limit=1,
+                         failed=1, bad=(BadTask(3, "not JSON"),), seconds=2.0)  # fmt: skip
+
+    assert report.summary() == (
+        "batch b: 10 tasks; 5 answered, 1 stopped at a limit, 1 failed, 2 done before; "
+        "2.0 s, 4 runs/s; results in out.jsonl\n"
+        "1 bad task line skipped\n"
+        "1 task did not finish: run the batch again to resume them"
+    )

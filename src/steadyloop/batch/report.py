@@ -38,20 +38,24 @@ class BatchReport:
 
     @property
     def unfinished(self) -> int:
+        """Tasks without a row yet."""
         return self.tasks - self.skipped - self.ran
 
     def summary(self) -> str:
         """One paragraph for people."""
         rate = f", {self.ran / self.seconds:,.0f} runs/s" if self.ran and self.seconds else ""
         text = (
-            f"batch {self.batch}: {self.tasks} tasks; {self.answered} answered, {self.limit} "
-            f"stopped at a limit, {self.failed} failed, {self.skipped} done before; "
+            f"batch {self.batch}: {_count(self.tasks, 'task')}; {self.answered} answered, "
+            f"{self.limit} stopped at a limit, {self.failed} failed, {self.skipped} done before; "
             f"{self.seconds:.1f} s{rate}; results in {self.out}"
         )
         if self.bad:
-            text += f"\n{len(self.bad)} bad task lines skipped"
+            text += f"\n{_count(len(self.bad), 'bad task line')} skipped"
         if self.unfinished:
-            text += f"\n{self.unfinished} tasks did not finish: run the batch again to resume them"
+            text += (
+                f"\n{_count(self.unfinished, 'task')} did not finish: run the batch again to "
+                "resume them"
+            )
         return text
 
 
