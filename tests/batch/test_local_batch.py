@@ -8,12 +8,13 @@ from pathlib import Path
 import batch_agents
 import pytest
 from conftest import read_rows, write_tasks
+from pydantic import BaseModel
 
-from steadyloop import Agent, Limits, UserMessage
+from steadyloop import Agent, Limits, RunContext, UserMessage, tool
 from steadyloop.batch import BadTask, BatchReport, LocalEngine, run_batch
 from steadyloop.errors import ConfigError
 from steadyloop.store import open_store
-from steadyloop.testing import FunctionModel
+from steadyloop.testing import FunctionModel, TestModel
 
 
 def test_a_thousand_tasks_are_each_answered_once_and_a_rerun_calls_no_model(
@@ -247,3 +248,60 @@ def test_the_summary_says_how_many_tasks_are_left_for_the_next_run() -> None:
         "1 bad task line skipped\n"
         "1 task did not finish: run the batch again to resume them"
     )
+
+
+@tool(name="step", approve=True)
+async def gated_step(task: str, turn: int, i: int) -> str:
+    """Does one step of a task, once a reviewer approves it.
+
+    Args:
+        task: the task's prompt.
+        turn: the model call that asked for this step.
+        i: which of the turn's steps.
+    """
+    return "done"
+
+
+def gated_agent() -> Agent:
+    return Agent(FunctionModel(batch_agents.reply), tools=[gated_step])
+
+
+def test_a_run_waiting_for_approval_is_a_paused_row_naming_its_calls(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+
+    report = run_batch("test_local_batch:gated_agent", [{"id": "g", "prompt": "task g"}],
+                       out=out, store=tmp_path / "runs.db", batch="b")  # fmt: skip
+
+    (row,) = read_rows(out)
+    assert row["status"] == "paused"
+    assert row["error"] == "approval: task g-1-0, task g-1-1"
+    assert (report.paused, report.unfinished) == (1, 0)
+    assert "1 run paused for approval" in report.summary()
+
+
+class Verdict(BaseModel):
+    grade: int
+
+
+def whose(ctx: RunContext[dict[str, str]]) -> str:
+    """Says whose task this is."""
+    return f"the task of {ctx.deps['owner']}"
+
+
+def deps_agent() -> Agent:
+    return Agent(TestModel(), tools=[whose])
+
+
+def test_a_task_carries_its_own_deps_and_output_type(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    tasks = [
+        {"id": "d", "prompt": "whose?", "deps": {"owner": "Ada"}},
+        {"id": "o", "prompt": "grade it", "deps": {"owner": "Bo"},
+         "output": "test_local_batch:Verdict"},
+    ]  # fmt: skip
+
+    run_batch("test_local_batch:deps_agent", tasks, out=out)
+
+    rows = {row["id"]: row for row in read_rows(out)}
+    assert "the task of Ada" in rows["d"]["output"]
+    assert set(rows["o"]["output"]) == {"grade"}

@@ -17,7 +17,8 @@ __all__ = ["BatchReport", "Tally"]
 @dataclass(frozen=True, slots=True)
 class BatchReport:
     """How a batch went: `tasks` read from the input (bad lines aside), `skipped` because the
-    results file already had them, and this time's rows by status. `unfinished` tasks have no
+    results file already had them, and this time's rows by status (`paused`: runs waiting for
+    an approval). `unfinished` tasks have no
     row yet (their worker was lost, or the batch was stopped): running the batch again
     resumes them."""
 
@@ -30,11 +31,12 @@ class BatchReport:
     failed: int
     bad: tuple[BadTask, ...]
     seconds: float
+    paused: int = 0
 
     @property
     def ran(self) -> int:
         """Rows written this time."""
-        return self.answered + self.limit + self.failed
+        return self.answered + self.limit + self.failed + self.paused
 
     @property
     def unfinished(self) -> int:
@@ -49,6 +51,8 @@ class BatchReport:
             f"{self.limit} stopped at a limit, {self.failed} failed, {self.skipped} done before; "
             f"{self.seconds:.1f} s{rate}; results in {self.out}"
         )
+        if self.paused:
+            text += f"\n{_count(self.paused, 'run')} paused for approval (`steadyloop resume RUN`)"
         if self.bad:
             text += f"\n{_count(len(self.bad), 'bad task line')} skipped"
         if self.unfinished:
@@ -81,5 +85,5 @@ class Tally:
         count = self.statuses
         return BatchReport(
             self.batch, out, tasks, skipped, count["answered"], count["limit"], count["error"],
-            bad, time.monotonic() - self.started,
+            bad, time.monotonic() - self.started, count["paused"],
         )  # fmt: skip

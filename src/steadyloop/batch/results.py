@@ -1,7 +1,8 @@
 """A batch's results file: one JSON line per task, appended as each run ends.
 
 Each row is `{"id", "run_id", "status", "output", "usage", "error"}`; `status` is "answered",
-"limit" (`error` names the limit) or "error" (`error` says what failed). The file is the batch's
+"limit" (`error` names the limit), "paused" (gated calls wait for a decision; `error` names them)
+or "error" (`error` says what failed). The file is the batch's
 memory of what is done: a task with a row is never run again, so a second run of a finished
 batch appends nothing. Rows are written whole, one write each; a kill can still tear the last
 one, and the next run cuts that torn tail off before appending (the task runs again, or reads
@@ -24,17 +25,23 @@ __all__ = ["ResultsFile", "error_row", "result_row"]
 
 Row = dict[str, Any]
 
+_STATUSES = {"end_turn": "answered", "approval": "paused"}
 
-def result_row(task_id: str, run_id: str, result: RunResult) -> Row:
-    """The row of a run that answered or stopped at a limit."""
-    answered = result.stop_reason == "end_turn"
+
+def result_row(task_id: str, run_id: str, result: RunResult[Any]) -> Row:
+    """The row of a run that answered, stopped at a limit, or paused for approval (`error`
+    then names the waiting calls: `steadyloop resume RUN --approve CALL` goes on)."""
+    status = _STATUSES.get(result.stop_reason, "limit")
+    error = None if status == "answered" else result.stop_reason
+    if status == "paused":
+        error = f"approval: {', '.join(call.call_id for call in result.pending)}"
     return {
         "id": task_id,
         "run_id": run_id,
-        "status": "answered" if answered else "limit",
+        "status": status,
         "output": to_jsonable_python(result.output),
         "usage": result.usage.to_dict(),
-        "error": None if answered else result.stop_reason,
+        "error": error,
     }
 
 
