@@ -15,7 +15,7 @@ from steadyloop.approvals import Decision, Decisions, Defer, PendingCall, check_
 from steadyloop.errors import ConfigError
 from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage, UserMessage
 from steadyloop.result import RunResult
-from steadyloop.store import LoggedEvent, RunInfo, RunLog
+from steadyloop.store import LoggedEvent, RunInfo, RunLog, records
 
 __all__ = ["ResumePoint", "logged_result", "paused_point", "resume_point"]
 
@@ -58,7 +58,9 @@ def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None)
             f"run {info.id} ended with status {info.status!r} and cannot be resumed; only runs "
             f"that were {', '.join(RESUMABLE)} can (start a new run with its history instead)"
         )
-    messages = store.messages(info.id)
+    # One read of the log: the transcript, the finished calls and the waiting ones come from it.
+    events = store.events(info.id)
+    messages = records.transcript(events)
     own = messages[info.history :]
     prompt = None if any(isinstance(m, UserMessage) for m in own) else info.prompt
     replies = [m for m in own if isinstance(m, AssistantMessage)]
@@ -68,8 +70,8 @@ def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None)
             usage += Usage(input_tokens=reply.usage.input_tokens,
                            output_tokens=reply.usage.output_tokens,
                            cost_usd=reply.usage.cost_usd)  # fmt: skip
-    recovered = {call_id: record.result for call_id, record in store.tool_records(info.id).items()}
-    waiting = _waiting(messages, store.events(info.id), recovered)
+    recovered = {call_id: record.result for call_id, record in records.tool_records(events).items()}
+    waiting = _waiting(messages, events, recovered)
     if paused and decisions is None:
         raise ConfigError(
             f"run {info.id} is waiting for decisions on {_names(waiting)}: pass "
@@ -107,8 +109,9 @@ def paused_point(result: RunResult[Any], decisions: Decisions | None) -> ResumeP
 def logged_result(store: RunLog, info: RunInfo) -> RunResult[Any]:
     """The result of a run that finished, as its log has it (nothing is called again); a typed
     answer comes back as the JSON it was logged as."""
-    finished = [e for e in store.events(info.id) if e.kind == "finished"]
-    messages = store.messages(info.id)
+    events = store.events(info.id)
+    finished = [e for e in events if e.kind == "finished"]
+    messages = records.transcript(events)
     last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
     text = last.text if last is not None else ""
     return RunResult(
