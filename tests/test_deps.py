@@ -118,7 +118,7 @@ async def test_parallel_calls_each_see_their_own_call_id() -> None:
         return "ok"
 
     three = calls(("a", "wait", "{}"), ("b", "wait", "{}"), ("c", "wait", "{}"))
-    model = ScriptedModel([three, ""])
+    model = ScriptedModel([three, "done"])
     await Agent(model, tools=[wait]).run("go")
     assert sorted(ids) == ["a", "b", "c"]  # type: ignore[type-var]
 

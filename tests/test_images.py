@@ -142,10 +142,13 @@ def test_an_image_counts_as_a_fixed_estimate_not_its_base64(files: Path) -> None
 async def test_an_image_is_stored_once_in_the_run_log_over_many_turns(
     files: Path, tmp_path: Path
 ) -> None:
+    looks: list[int] = []
+
     @tool
     def inspect_receipt() -> str:
         """Looks at the receipt again."""
-        return "paid"
+        looks.append(1)
+        return f"paid (look {len(looks)})"
 
     calls = [
         AssistantMessage(tool_calls=(ToolCall(f"c{i}", "inspect_receipt", "{}"),)) for i in range(4)

@@ -42,6 +42,7 @@ from steadyloop.events import (
     ToolCallStarted,
 )
 from steadyloop.messages import Message
+from steadyloop.output import EMPTY_REPLY_TEXT
 from steadyloop.retry import Backoff
 from steadyloop.testing import FunctionModel, ScriptedModel, TestModel
 from steadyloop.tools import ToolSpec
@@ -416,6 +417,57 @@ async def test_the_same_unknown_tool_over_and_over_stops_with_a_typed_error() ->
     assert "unknown tool 'get_wether'" in last.content
 
 
+async def test_the_same_successful_call_is_answered_you_have_it_then_stops_the_run() -> None:
+    model = FunctionModel(lambda messages, tools: calls(("get_weather", '{"city": "Oslo"}')))
+    with pytest.raises(RepeatLimitExceeded) as info:
+        await agent(model, get_weather).run("go")
+    assert len(model.requests) == 4  # three answered, the third with the warning; one more
+    answers = results(info.value.result.messages)
+    assert [a.is_error for a in answers] == [False, False, True, True]
+    assert answers[0].content == "sunny in Oslo"
+    assert answers[2].content.startswith("you already have this result: get_weather")
+    assert model.requests[3].messages[-1] == answers[2]  # the model read the warning
+    assert info.value.result.stop_reason == "repeat_limit"
+    assert calls_answered(info.value.result.messages)
+    assert "returned the same result" in str(info.value)
+
+
+async def test_a_call_whose_result_changes_or_the_guard_switched_off_is_never_refused() -> None:
+    polls = 0
+
+    def job_status() -> str:
+        """Status of the export job."""
+        nonlocal polls
+        polls += 1
+        return "running" if polls < 6 else "done"
+
+    def poll(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> AssistantMessage:
+        last = messages[-1]
+        if isinstance(last, ToolResult) and last.content == "done":
+            return AssistantMessage("exported")
+        return calls(("job_status", "{}"))
+
+    with pytest.raises(RepeatLimitExceeded):  # "running" five times in a row
+        await agent(FunctionModel(poll), job_status).run("go")
+    polls = 0
+    result = await agent(FunctionModel(poll), job_status, limits=Limits(max_same_results=None)).run(
+        "go"
+    )
+    assert result.output == "exported"
+    assert not any(a.is_error for a in results(result.messages))
+
+
+async def test_parallel_calls_repeated_each_turn_are_each_counted() -> None:
+    def both(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> AssistantMessage:
+        return calls(("get_weather", '{"city": "Oslo"}'), ("fail_always", '{"x": 1}'))
+
+    with pytest.raises(RepeatLimitExceeded) as info:
+        await agent(FunctionModel(both), get_weather, fail_always).run("go")
+    # the failing call stops the run at its third turn, whatever succeeds beside it
+    assert info.value.result.usage.requests == 3
+    assert "fail_always failed the same way 3 times" in str(info.value)
+
+
 @pytest.mark.parametrize(
     "limits",
     [
@@ -425,6 +477,7 @@ async def test_the_same_unknown_tool_over_and_over_stops_with_a_typed_error() ->
         {"max_turns": None},
         {"max_turns": 2.5},
         {"max_turns": True},
+        {"max_same_results": 0},
     ],
 )
 def test_limits_must_be_positive_ints(limits: dict[str, Any]) -> None:
@@ -466,9 +519,47 @@ async def test_usage_is_summed_over_the_run() -> None:
     )
 
 
-async def test_replies_without_usage_still_count_requests() -> None:
+async def test_replies_without_usage_count_as_requests_with_unknown_tokens() -> None:
     result = await agent(ScriptedModel(["ok"])).run("go")
-    assert result.usage == Usage(requests=1)
+    assert result.usage == Usage(requests=1, unreported=1)
+    assert result.usage.total_tokens is None
+    assert not result.usage.tokens_known
+
+
+async def test_tokens_are_a_floor_when_only_some_replies_report_them() -> None:
+    call = ToolCall("c1", "get_weather", {"city": "Oslo"})
+    model = ScriptedModel([AssistantMessage(tool_calls=(call,), usage=Usage(100, 5)), "done"])
+    result = await agent(model, get_weather).run("go")
+    assert (result.usage.requests, result.usage.unreported) == (2, 1)
+    assert result.usage.total_tokens == 105
+    assert not result.usage.tokens_known
+
+
+# -- empty replies ------------------------------------------------------------------------------
+
+
+async def test_an_empty_reply_is_no_answer_the_model_is_told_and_asked_again() -> None:
+    model = ScriptedModel(["", "  \n", "Oslo is sunny"])
+    result = await agent(model).run("weather?")
+    assert result.output == "Oslo is sunny"
+    assert result.usage.requests == 3
+    nudges = [m for m in result.messages if isinstance(m, UserMessage)][1:]
+    assert [n.text for n in nudges] == [EMPTY_REPLY_TEXT, EMPTY_REPLY_TEXT]
+    assert model.requests[1].messages[-1] == nudges[0]  # the model reads it
+
+
+async def test_a_model_that_keeps_replying_empty_stops_at_the_turn_limit() -> None:
+    with pytest.raises(TurnLimitExceeded) as stopped:
+        await agent(ScriptedModel([""] * 5), limits=Limits(max_turns=3)).run("go")
+    assert stopped.value.result.stop_reason == "turn_limit"
+    assert stopped.value.result.output == ""
+
+
+async def test_an_empty_reply_cut_off_by_the_output_limit_ends_the_run_as_max_tokens() -> None:
+    cut = AssistantMessage("", stop_reason="max_tokens")
+    result = await agent(ScriptedModel([cut])).run("go")
+    assert result.stop_reason == "max_tokens"
+    assert result.usage.requests == 1
 
 
 # -- model errors -------------------------------------------------------------------------------
@@ -779,7 +870,7 @@ async def test_cut_off_calls_are_not_counted_as_dispatched_tool_calls() -> None:
     )
     agent = Agent(ScriptedModel([cut, "ok"]), tools=[write_file], backoff=Backoff.none())
     result = await agent.run("go")
-    assert result.usage == Usage(requests=2, tool_calls=0)
+    assert result.usage == Usage(requests=2, tool_calls=0, unreported=2)
 
 
 async def test_fatal_tool_error_carries_the_partial_result() -> None:

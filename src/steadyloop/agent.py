@@ -456,6 +456,7 @@ class Agent(Generic[OutputT]):
                 "max_context_tokens": limits.max_context_tokens,
                 "max_repeats": limits.max_repeats,
                 "max_cost_usd": limits.max_cost_usd,
+                "max_same_results": limits.max_same_results,
             },
             "max_tool_output": self.max_tool_output,
             "tool_timeout": self.tool_timeout,

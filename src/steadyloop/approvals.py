@@ -22,8 +22,7 @@ from steadyloop.dispatch import parse_arguments
 from steadyloop.effects import Effects, Proceed, ToolInvocation
 from steadyloop.errors import ConfigError
 from steadyloop.events import CallDecided, Event, ToolCallFinished
-from steadyloop.limits import canonical_arguments
-from steadyloop.messages import ToolCall, ToolResult
+from steadyloop.messages import ToolCall, ToolResult, canonical_arguments
 
 if TYPE_CHECKING:
     from steadyloop.context import RunContext

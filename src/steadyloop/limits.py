@@ -1,13 +1,14 @@
-"""The hard limits every run has, the cheap token estimate, and the repeat guard.
+"""The hard limits every run has, and the cheap token estimate.
 
-Pure logic: the agent asks these before each model call and after each batch of tool results.
+Pure logic: the agent asks these before each model call (the repeat guard, after each batch of
+tool results, is `steadyloop.repeats`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,12 +17,11 @@ from steadyloop.media import parts_tokens
 from steadyloop.messages import (
     AssistantMessage,
     Message,
-    ToolCall,
     ToolResult,
     UserMessage,
 )
 
-__all__ = ["Limits", "RepeatGuard", "TokenEstimator", "canonical_arguments", "estimate_tokens"]
+__all__ = ["Limits", "TokenEstimator", "estimate_tokens"]
 
 TokenEstimator = Callable[[Message], int]
 
@@ -35,7 +35,11 @@ class Limits:
     `max_turns`: model calls in this run (history does not count).
     `max_context_tokens`: no request whose context would exceed this is ever sent.
     `max_repeats`: the same call (name and arguments) failing with the same error this many
-    times in a row stops the run.
+    turns in a row stops the run.
+    `max_same_results`: the same call returning the same successful result this many turns in
+    a row is answered with an error telling the model it already has that result; one more
+    stops the run. None switches this off, for tools the model is meant to poll until their
+    result changes.
     `max_cost_usd`: the one optional limit (None: none). No model call starts once the run has
     cost this much (US dollars, from `Usage.cost_usd`); a run whose model has no known price
     cannot keep to it, so such a run does not start.
@@ -45,6 +49,7 @@ class Limits:
     max_context_tokens: int = 150_000
     max_repeats: int = 3
     max_cost_usd: float | None = None
+    max_same_results: int | None = 3
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_context_tokens", "max_repeats"):
@@ -54,6 +59,11 @@ class Limits:
                     f"Limits.{name} must be a positive int, got {value!r}; every run needs a "
                     "finite limit"
                 )
+        same = self.max_same_results
+        if same is not None and (isinstance(same, bool) or not isinstance(same, int) or same < 1):
+            raise ConfigError(
+                f"Limits.max_same_results must be a positive int or None, got {same!r}"
+            )
         cost = self.max_cost_usd
         if cost is not None and (
             isinstance(cost, bool)
@@ -118,55 +128,3 @@ def _quarters(text: str) -> int:
         return len(text)
     ascii_chars = len(text.encode("ascii", "ignore"))
     return ascii_chars + 2 * (len(text.encode("utf-8", "surrogatepass")) - ascii_chars)
-
-
-class RepeatGuard:
-    """Counts how often in a row the same call failed with the same error text."""
-
-    __slots__ = ("_count", "_last", "max_repeats")
-
-    def __init__(self, max_repeats: int) -> None:
-        self.max_repeats = max_repeats
-        self._last: tuple[str, str, str] | None = None
-        self._count = 0
-
-    def observe(self, call: ToolCall, result: ToolResult) -> bool:
-        """Records one answered call; True when it makes `max_repeats` identical failures."""
-        if not result.is_error:
-            self._last, self._count = None, 0
-            return False
-        key = (call.name, canonical_arguments(call.arguments), result.content)
-        if key == self._last:
-            self._count += 1
-        else:
-            self._last, self._count = key, 1
-        return self._count >= self.max_repeats
-
-    def observe_turn(self, answered: Sequence[tuple[ToolCall, ToolResult]]) -> ToolResult | None:
-        """Records one turn's answered calls in order; returns the result that reached
-        `max_repeats`, if any. Identical failures within one turn count once: a model that sends
-        the same bad call three times in one reply has made one mistake, not three."""
-        failed: set[tuple[str, str, str]] = set()
-        hit: ToolResult | None = None
-        for call, result in answered:
-            if result.is_error:
-                key = (call.name, canonical_arguments(call.arguments), result.content)
-                if key in failed:
-                    continue
-                failed.add(key)
-            if self.observe(call, result):
-                hit = result
-        return hit
-
-
-def canonical_arguments(arguments: str | Mapping[str, Any]) -> str:
-    """One text for equal arguments however they were sent: JSON with sorted keys, blank or
-    `null` as `{}`; text that is not JSON stays as it is."""
-    value: Any = arguments
-    if isinstance(arguments, str):
-        text = arguments.strip()
-        try:
-            value = json.loads(text) if text and text != "null" else {}
-        except ValueError:
-            return arguments
-    return json.dumps(value, sort_keys=True, default=str)

@@ -36,9 +36,11 @@ from steadyloop.events import (
     RunFinished,
     RunStarted,
 )
-from steadyloop.limits import RepeatGuard, estimate_fixed_tokens
+from steadyloop.limits import estimate_fixed_tokens
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
 from steadyloop.models.base import ModelRequest
+from steadyloop.output import nudge_after
+from steadyloop.repeats import RepeatGuard
 from steadyloop.result import RunResult
 from steadyloop.retry import retry_model_call
 from steadyloop.transcript import Transcript
@@ -118,7 +120,7 @@ class Run:
         self.turns = turns_used
         self.recovered = recovered
         self.usage = usage if usage is not None else Usage()
-        self.guard = RepeatGuard(agent.limits.max_repeats)
+        self.guard = RepeatGuard(agent.limits.max_repeats, agent.limits.max_same_results)
         self.specs = tuple(tool.spec for tool in dispatcher.tools)
         self.instructions = agent.instructions if not callable(agent.instructions) else None
         self.fixed_tokens = estimate_fixed_tokens(self.instructions, self.specs)
@@ -150,8 +152,9 @@ class Run:
             reply = await self._call_model()
             self._append(reply)
             if not reply.tool_calls:
-                if self.answer is not None:  # a typed answer is due: say how to give it
-                    self._append(self.answer.nudge())
+                nudge = nudge_after(reply, self.answer)
+                if nudge is not None:  # not an answer: say what one looks like, ask again
+                    self._append(nudge)
                     continue
                 if reply.stop_reason == "max_tokens":
                     self.stop_reason = "max_tokens"
@@ -233,7 +236,7 @@ class Run:
                     self._stop(ContextLimitExceeded, f"the provider says: {exc}", cause=exc)
                 compacted = True
                 self._check_cost()
-        self.usage += Usage(requests=1) + _tokens(reply)
+        self.usage += reply.request_usage()
         return self.transcript.with_unique_call_ids(reply)
 
     async def _request_with_retries(self) -> AssistantMessage:
@@ -297,19 +300,15 @@ class Run:
         )
         if self._paused(batch):
             return True
-        for outcome in batch.outcomes:
-            self._append(outcome.result)
+        checked = self.guard.check_turn([(o.call, o.result) for o in batch.outcomes])
+        for result in checked.results:
+            self._append(result)
         if batch.stop is not None:
             if isinstance(batch.stop, FatalToolError):
                 batch.stop.result = self.result()
             raise batch.stop
-        repeated = self.guard.observe_turn([(o.call, o.result) for o in batch.outcomes])
-        if repeated is not None:
-            self._stop(
-                RepeatLimitExceeded,
-                f"repeat limit reached: {repeated.name} failed the same way "
-                f"{self.agent.limits.max_repeats} times in a row: {repeated.content[:200]}",
-            )
+        if checked.stop is not None:
+            self._stop(RepeatLimitExceeded, checked.stop)
         return self.answer is not None and self.answer.accepted
 
     def _paused(self, batch: Batch, answers: Mapping[str, ToolResult] | None = None) -> bool:
@@ -342,7 +341,7 @@ class Run:
         )
         if reply is not None:
             reply = await priced(reply, self.agent.model)
-            self.usage += Usage(requests=1) + _tokens(reply)
+            self.usage += reply.request_usage()
         summary = self.transcript.summary_for(cut, text)
         self._append(summary)
         after = self.transcript.context_tokens(self.fixed_tokens)
@@ -435,19 +434,6 @@ class Run:
         self.stop_reason = error.reason
         self._emit(LimitReached(error.reason, message))
         raise error(message, self._finish()) from cause
-
-
-def _tokens(reply: AssistantMessage) -> Usage:
-    usage = reply.usage
-    if usage is None:
-        return Usage()
-    return Usage(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cost_usd=usage.cost_usd,
-    )
 
 
 def _error_result(call: ToolCall, text: str) -> ToolResult:

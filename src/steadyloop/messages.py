@@ -6,6 +6,7 @@ class's own `from_dict`); the `type` key says which class a dict is.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias
@@ -24,6 +25,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "UserMessage",
+    "canonical_arguments",
     "message_from_dict",
     "user_message",
 ]
@@ -41,6 +43,11 @@ class Usage:
     `cost_usd` is what the tokens cost in US dollars, None when the price is unknown (a model
     the price tables do not list, the fakes). A sum adds the known costs and stays None only
     when none is known, so an unknown cost never reads as free.
+
+    `unreported` counts the requests whose reply came without token counts (a server that
+    ignores `stream_options.include_usage`, the fakes): their tokens are missing from the
+    counts, which are then a lower bound, or unknown when no reply reported any
+    (`tokens_known`, `total_tokens`).
     """
 
     input_tokens: int = 0
@@ -50,6 +57,19 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float | None = None
+    unreported: int = 0
+
+    @property
+    def tokens_known(self) -> bool:
+        """True when every request's reply reported its tokens (or there was none)."""
+        return self.unreported == 0
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Tokens sent and received; None when no request's reply reported them."""
+        if self.requests and self.unreported >= self.requests:
+            return None
+        return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
         cost = self.cost_usd
@@ -63,6 +83,7 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             cost,
+            self.unreported + other.unreported,
         )
 
     def to_dict(self) -> dict[str, int | float | None]:
@@ -74,11 +95,13 @@ class Usage:
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "cost_usd": self.cost_usd,
+            "unreported": self.unreported,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
-        """Reads `to_dict()`'s form; older logs have no `cost_usd` (unknown)."""
+        """Reads `to_dict()`'s form; older logs have no `cost_usd` (unknown) nor
+        `unreported` (0)."""
         cost = data.get("cost_usd")
         counts = {
             k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__ and k != "cost_usd"
@@ -182,6 +205,21 @@ class AssistantMessage:
     response_id: str | None = None
     type: ClassVar[str] = "assistant"
 
+    def request_usage(self) -> Usage:
+        """What the request that got this reply adds to a run's usage: one request with the
+        reply's tokens and cost, or one request whose tokens were not reported."""
+        usage = self.usage
+        if usage is None:
+            return Usage(requests=1, unreported=1)
+        return Usage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            requests=1,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost_usd=usage.cost_usd,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "text": self.text}
         if self.tool_calls:
@@ -283,3 +321,16 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         raise ValueError(f"not a steadyloop message: unknown type {kind!r}")
     message: Message = cls.from_dict(data)
     return message
+
+
+def canonical_arguments(arguments: str | Mapping[str, Any]) -> str:
+    """One text for equal arguments however they were sent: JSON with sorted keys, blank or
+    `null` as `{}`; text that is not JSON stays as it is."""
+    value: Any = arguments
+    if isinstance(arguments, str):
+        text = arguments.strip()
+        try:
+            value = json.loads(text) if text and text != "null" else {}
+        except ValueError:
+            return arguments
+    return json.dumps(value, sort_keys=True, default=str)

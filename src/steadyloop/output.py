@@ -6,6 +6,9 @@ spent; `max_turns` and the repeat guard bound it). One mechanism for every provi
 `tool_choice=required`, no provider JSON mode. A reply in text alone while the answer is due is
 followed by a visible instruction to call `final_answer`; a `final_answer` call beside other
 calls is refused ("call it alone") while the others run.
+
+The same rule covers runs answered in text: an empty reply (no text, no calls) is no answer,
+so it is followed by a visible instruction too (`nudge_after`).
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from steadyloop.errors import ConfigError
-from steadyloop.messages import ToolCall, UserMessage
+from steadyloop.messages import AssistantMessage, ToolCall, UserMessage
 from steadyloop.tools import ArgumentsError, BoundCall, Tool, ToolOutput, ToolSpec
 
 __all__ = [
     "ACCEPTED_TEXT",
     "ALONE_TEXT",
+    "EMPTY_REPLY_TEXT",
     "FINAL_ANSWER",
     "NUDGE_TEXT",
     "AnswerTools",
@@ -30,6 +34,7 @@ __all__ = [
     "OutputCheck",
     "OutputSpec",
     "as_json",
+    "nudge_after",
     "output_spec",
 ]
 
@@ -42,6 +47,10 @@ ALONE_TEXT = (
 NUDGE_TEXT = (
     "Your reply was not taken as the answer: answer by calling the final_answer tool (alone), "
     "with the answer as its arguments."
+)
+EMPTY_REPLY_TEXT = (
+    "Your reply was empty (no text and no tool calls), so it was not taken as an answer: "
+    "answer in text, or call a tool."
 )
 DESCRIPTION = (
     "Give your final answer with this tool once you have everything you need; the run ends "
@@ -76,6 +85,21 @@ def output_spec(output_type: Any, tool_names: Sequence[str]) -> OutputSpec | Non
 
     validate, spec = describe_output(output_type, FINAL_ANSWER, DESCRIPTION)
     return OutputSpec(output_type, spec, validate)
+
+
+def nudge_after(reply: AssistantMessage, answer: FinalAnswer | None) -> UserMessage | None:
+    """The visible instruction that follows a reply without tool calls which cannot end the
+    run: any reply while a typed answer is due, or an empty one. None: the reply answers.
+
+    It costs a turn, so `max_turns` bounds a model that keeps replying this way. An empty
+    reply cut off by the output limit ends the run as `stop_reason="max_tokens"` instead:
+    asking again would be cut off the same way.
+    """
+    if answer is not None:
+        return UserMessage(NUDGE_TEXT)
+    if reply.text.strip() or reply.stop_reason == "max_tokens":
+        return None
+    return UserMessage(EMPTY_REPLY_TEXT)
 
 
 class AnswerTools:
@@ -129,10 +153,6 @@ class FinalAnswer(Tool):
     def expect(self, calls: Sequence[ToolCall]) -> None:
         """Tells the tool the calls of the reply about to be dispatched."""
         self._alone = len(calls) == 1
-
-    def nudge(self) -> UserMessage:
-        """The instruction appended after a reply in text alone."""
-        return UserMessage(NUDGE_TEXT)
 
     def bind(self, arguments: Any) -> BoundCall:
         if not self._alone:

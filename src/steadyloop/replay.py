@@ -16,8 +16,8 @@ from typing import Any
 from steadyloop.agent import Agent
 from steadyloop.compaction import Compaction
 from steadyloop.errors import LimitExceeded, ModelError, ToolError
-from steadyloop.limits import Limits, canonical_arguments
-from steadyloop.messages import AssistantMessage, Message, Summary
+from steadyloop.limits import Limits
+from steadyloop.messages import AssistantMessage, Message, Summary, canonical_arguments
 from steadyloop.result import RunResult
 from steadyloop.store import RunLog, ToolRecord
 from steadyloop.testing import ScriptedModel

@@ -224,11 +224,11 @@ def _record_result(span: Span, result: RunResult) -> None:
 
 
 def _usage(usage: Usage) -> dict[str, Any]:
-    """The conventions' usage attributes (and the cost, when it is known)."""
-    attributes: dict[str, Any] = {
-        "gen_ai.usage.input_tokens": usage.input_tokens,
-        "gen_ai.usage.output_tokens": usage.output_tokens,
-    }
+    """The conventions' usage attributes (token counts and cost only when they are known)."""
+    attributes: dict[str, Any] = {}
+    if usage.total_tokens is not None:
+        attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+        attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
     if usage.cache_read_tokens:
         attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
     if usage.cache_write_tokens:

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from steadyloop import Agent
 from steadyloop.cli import main
+from steadyloop.output import EMPTY_REPLY_TEXT
 from steadyloop.store import RunStore
+from steadyloop.testing import ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "support_tickets.py"
@@ -241,6 +244,21 @@ def test_show_marks_truncated_output(capsys: pytest.CaptureFixture[str], tmp_pat
     assert "[19900 characters omitted]" in out
     full = run_cli(capsys, "show", run_id, "--full")[1]
     assert "x" * 20_000 in full
+
+
+def test_show_marks_an_empty_reply_and_the_instruction_that_followed(
+    capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    home.mkdir()
+    store = RunStore(home / "runs.db")
+    run_id = Agent(ScriptedModel(["", "an answer"]), store=store).run_sync("go").run_id
+    store.close()
+    assert run_id is not None
+    out = run_cli(capsys, "show", run_id)[1]
+    lines = out.splitlines()
+    empty = lines.index("assistant: [empty reply: no text and no tool calls]")
+    assert lines[empty + 1] == f"user: {EMPTY_REPLY_TEXT}"
+    assert "assistant: an answer" in lines[empty + 2 :]
 
 
 def test_replay_reports_a_divergence(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

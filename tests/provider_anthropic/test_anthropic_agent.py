@@ -39,6 +39,7 @@ from steadyloop import (
 from steadyloop.events import Event, RunFinished, TextDelta, ToolCallDelta
 from steadyloop.messages import Message
 from steadyloop.models.wire import ToolNames
+from steadyloop.output import EMPTY_REPLY_TEXT
 from steadyloop.result import RunResult
 from steadyloop.retry import Backoff
 
@@ -321,17 +322,20 @@ async def test_interrupted_history_with_foreign_and_duplicate_ids_is_sent_valid(
 
 
 async def test_empty_and_whitespace_replies_are_sent_back_valid() -> None:
-    """F20: `content: []` and a whitespace-only reply are stored; the next request is valid."""
+    """F20: `content: []` and a whitespace-only reply are no answer: each is followed by an
+    instruction and the model is asked again, with a valid request."""
     replies = [message(), message(text("\n\n")), message(text("third"))]
     with FakeAnthropic(replies) as fake:
         async with agent_for(fake) as agent:
-            first = await agent.run("one")
-            second = await agent.run("two", history=first.messages)
-            third = await agent.run("three", history=second.messages)
-    assert (first.output, third.output) == ("", "third")
+            result = await agent.run("one")
+    assert result.output == "third"
     assert fake.rejections == []
-    assistant_turns = [m for m in fake.requests[2]["messages"] if m["role"] == "assistant"]
+    last = fake.requests[2]["messages"]
+    assistant_turns = [m for m in last if m["role"] == "assistant"]
+    assert len(assistant_turns) == 2
     assert all(b["text"].strip() for turn in assistant_turns for b in turn["content"])
+    assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user"]
+    assert last[-1]["content"][0]["text"] == EMPTY_REPLY_TEXT
 
 
 async def test_thinking_is_replayed_before_the_calls() -> None:

@@ -39,7 +39,7 @@ class Reply:
     text: str = ""
     calls: Sequence[tuple[str, str, Arguments]] = ()  # (id, wire name, arguments)
     finish: str | None = None  # Chat finish_reason; "length" also marks Responses incomplete
-    usage: tuple[int, int] = (20, 5)
+    usage: tuple[int, int] | None = (20, 5)  # None: sent without usage, as some servers do
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,12 @@ class StreamError:
 @dataclass(frozen=True)
 class Drop:
     """A 200 stream whose connection closes mid-way through a tool call (F37)."""
+
+
+@dataclass(frozen=True)
+class EmptyStream:
+    """A 200 stream that ends at once, with no data: a server that failed on the request after
+    sending its headers (llama-cpp-python, asked to stream `tool_choice: "auto"`)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,7 @@ class NoChoices:
     """A Chat Completions 200 whose `choices` list is empty, plain or streamed (usage only)."""
 
 
-Scripted = Reply | Fail | StreamError | Drop | Stall | Drip | Html | NoChoices
+Scripted = Reply | Fail | StreamError | Drop | EmptyStream | Stall | Drip | Html | NoChoices
 
 
 def error_body(message: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
@@ -474,7 +480,9 @@ def _chat_json(reply: Reply, model: str) -> dict[str, Any]:
     }
 
 
-def _chat_usage(reply: Reply) -> dict[str, Any]:
+def _chat_usage(reply: Reply) -> dict[str, Any] | None:
+    if reply.usage is None:
+        return None
     prompt, completion = reply.usage
     return {
         "prompt_tokens": prompt,
@@ -503,6 +511,8 @@ def _chat_chunks(reply: Reply) -> Iterator[dict[str, Any]]:
         for piece in _pieces(args):
             yield _chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield _chunk({}, reply.finish or ("tool_calls" if reply.calls else "stop"))
+    if reply.usage is None:  # a server that ignores stream_options.include_usage
+        return
     yield {
         "id": "chatcmpl-fake",
         "object": "chat.completion.chunk",
@@ -524,7 +534,6 @@ def _response_json(reply: Reply, model: str) -> dict[str, Any]:
     if reply.text:
         output.append(_message_item(reply.text))
     output.extend(_call_item(n, call) for n, call in enumerate(reply.calls))
-    prompt, completion = reply.usage
     incomplete = reply.finish == "length"
     return {
         "id": "resp_fake",
@@ -534,11 +543,18 @@ def _response_json(reply: Reply, model: str) -> dict[str, Any]:
         "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
         "error": None,
         "output": output,
-        "usage": {
-            "input_tokens": prompt,
-            "output_tokens": completion,
-            "input_tokens_details": {"cached_tokens": 0},
-        },
+        "usage": _response_usage(reply),
+    }
+
+
+def _response_usage(reply: Reply) -> dict[str, Any] | None:
+    if reply.usage is None:
+        return None
+    prompt, completion = reply.usage
+    return {
+        "input_tokens": prompt,
+        "output_tokens": completion,
+        "input_tokens_details": {"cached_tokens": 0},
     }
 
 
@@ -637,6 +653,8 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send(item.status, item.body, item.headers)
             elif isinstance(item, Drop):
                 self._drop(chat)
+            elif isinstance(item, EmptyStream):
+                self._sse([], done=False)
             elif isinstance(item, StreamError):
                 self._stream_error(item, chat)
             elif not body.get("stream"):
@@ -686,7 +704,12 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def _no_choices(self, stream: bool, model: str) -> None:
             usage = _chat_usage(Reply())
-            bare = {"id": "chatcmpl-fake", "model": model, "choices": [], "usage": usage}
+            bare: dict[str, Any] = {
+                "id": "chatcmpl-fake",
+                "model": model,
+                "choices": [],
+                "usage": usage,
+            }
             if not stream:
                 self._send(200, {**bare, "object": "chat.completion"})
             else:

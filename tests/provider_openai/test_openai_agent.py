@@ -15,7 +15,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from openai_fake_server import Drop, Fail, FakeOpenAI, Reply, Stall, StreamError, rate_limit_body
+from openai_fake_server import (
+    Drop,
+    EmptyStream,
+    Fail,
+    FakeOpenAI,
+    Reply,
+    Stall,
+    StreamError,
+    rate_limit_body,
+)
 
 from steadyloop import (
     Agent,
@@ -37,7 +46,7 @@ from steadyloop.messages import (
     ToolResult,
     UserMessage,
 )
-from steadyloop.models.openai_chat import OpenAIModel
+from steadyloop.models.openai_chat import OpenAIChatModel, OpenAIModel
 from steadyloop.models.wire import ToolNames
 from steadyloop.result import RunResult
 from steadyloop.retry import Backoff
@@ -387,6 +396,19 @@ async def test_stream_cut_without_retries_is_a_retryable_model_error(
         async for _ in fast_agent(make_model(), model_retries=0).stream("go"):
             pass
     assert info.value.retryable
+
+
+async def test_a_stream_that_ends_before_any_data_says_the_server_failed_on_the_request(
+    server: FakeOpenAI,
+) -> None:
+    server.queue(EmptyStream(), EmptyStream())
+    model = OpenAIChatModel("gpt-test", base_url=server.base_url, api_key=server.api_key)
+    with pytest.raises(ModelError) as info:
+        async for _ in fast_agent(model, model_retries=1).stream("go"):
+            pass
+    assert "ended the stream before sending anything" in str(info.value)
+    assert len(server.requests) == 2  # retried once, as asked, then reported
+    await model.aclose()
 
 
 async def test_error_inside_a_200_stream_is_an_error_not_a_reply(

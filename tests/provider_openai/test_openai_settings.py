@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -10,6 +11,7 @@ from openai_fake_server import FakeOpenAI, Reply
 
 from steadyloop import Agent, ModelError, tool
 from steadyloop.cli import main
+from steadyloop.events import ModelRequestStarted
 from steadyloop.retry import Backoff
 
 
@@ -67,3 +69,36 @@ async def test_a_server_that_is_down_is_named_by_its_url(make_model: MakeModel) 
     with pytest.raises(ModelError) as failure:
         await agent.run("hello")
     assert base_url in str(failure.value)
+
+
+def test_a_server_that_sends_no_usage_shows_tokens_as_unknown(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+    server.queue(Reply(text="fine", usage=None))
+    code = main(["run", "--no-log", "--json", "--model", "openai:gpt-test", "hello"])
+    assert code == 0, capsys.readouterr().err
+    usage = json.loads(capsys.readouterr().out)["usage"]
+    assert usage["total_tokens"] is None
+    assert (usage["input_tokens"], usage["output_tokens"]) == (None, None)
+    assert (usage["requests"], usage["unreported"]) == (1, 1)
+
+
+async def test_without_reported_usage_the_context_size_comes_from_the_estimate(
+    server: FakeOpenAI, make_model: MakeModel
+) -> None:
+    server.queue(
+        Reply(calls=[("c1", "lookup", '{"order": "7"}')], usage=None), Reply("done", usage=None)
+    )
+    sizes: list[int] = []
+
+    def record(event: object) -> None:
+        if isinstance(event, ModelRequestStarted):
+            sizes.append(event.context_tokens)
+
+    result = await Agent(make_model(), tools=[lookup]).run("order 7?", on_event=record)
+    assert result.output == "done"
+    first, second = sizes
+    assert 0 < first < second  # the estimate grows with the call and its result
+    assert result.usage.total_tokens is None

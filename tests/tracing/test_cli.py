@@ -143,8 +143,11 @@ def test_logs_and_show_print_what_each_run_cost(
     by_model = {row.split()[3]: row.split() for row in rows}
     assert by_model["openai:gpt-4.1-mini"][-2] == shown
     assert by_model["scripted"][-2] == "-"
+    # the fake reported no tokens: unknown, not zero
+    assert by_model["openai:gpt-4.1-mini"][-3] == "1,000,000"
+    assert by_model["scripted"][-3] == "-"
 
     assert main(["show", priced_run.id]) == 0
-    assert f"cost {shown}" in capsys.readouterr().out
+    assert f"tokens 1,000,000 · cost {shown}" in capsys.readouterr().out
     assert main(["show", fake_run.id]) == 0
-    assert "cost" not in capsys.readouterr().out.splitlines()[1]
+    assert capsys.readouterr().out.splitlines()[1] == "tokens - · cost -"

@@ -29,7 +29,7 @@ from steadyloop.cli.setup import (
     open_store,
     store_path,
 )
-from steadyloop.cli.show import render_runs, render_transcript, transcript_json
+from steadyloop.cli.show import render_runs, render_transcript, transcript_json, usage_json
 from steadyloop.errors import LimitExceeded, SteadyloopError
 from steadyloop.events import Event, RunStarted
 from steadyloop.limits import Limits
@@ -485,7 +485,7 @@ def _print_answer(result: RunResult[Any], *, as_json: bool, stopped: str | None 
                 {
                     "output": output,
                     "stop_reason": result.stop_reason,
-                    "usage": result.usage.to_dict(),
+                    "usage": usage_json(result.usage),
                     "cost_usd": result.usage.cost_usd,
                     "run_id": result.run_id,
                     "stopped": stopped,

@@ -13,12 +13,20 @@ from steadyloop.messages import (
     AssistantMessage,
     Summary,
     ToolResult,
+    Usage,
     UserMessage,
     message_from_dict,
 )
 from steadyloop.store import RunInfo, RunLog, ToolRecord
 
-__all__ = ["format_cost", "render_runs", "render_transcript", "transcript_json"]
+__all__ = [
+    "format_cost",
+    "format_tokens",
+    "render_runs",
+    "render_transcript",
+    "transcript_json",
+    "usage_json",
+]
 
 
 def format_cost(cost: float | None) -> str:
@@ -26,6 +34,25 @@ def format_cost(cost: float | None) -> str:
     if cost is None:
         return "-"
     return f"${cost:.6f}" if cost < 0.01 else f"${cost:.4f}"
+
+
+def format_tokens(usage: Usage) -> str:
+    """Tokens sent and received; "-" when no reply reported them, "≥N" when some did not."""
+    total = usage.total_tokens
+    if total is None:
+        return "-"
+    return f"{total:,}" if usage.tokens_known else f"≥{total:,}"
+
+
+def usage_json(usage: Usage) -> dict[str, Any]:
+    """A run's usage for JSON output: `total_tokens` is null, and so are the counts, when no
+    reply reported its tokens (unknown is not zero)."""
+    out: dict[str, Any] = usage.to_dict()
+    total = usage.total_tokens
+    if total is None:
+        out.update(input_tokens=None, output_tokens=None)
+    out["total_tokens"] = total
+    return out
 
 
 def render_runs(runs: Sequence[RunInfo]) -> str:
@@ -38,11 +65,10 @@ def render_runs(runs: Sequence[RunInfo]) -> str:
     lines = [header]
     for run in runs:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
-        tokens = run.usage.input_tokens + run.usage.output_tokens
         ended = run.stop_reason if run.status in ("answered", "limit") else run.status
         lines.append(
             f"{short_id(run.id):<12}  {when:<19}  {run.model[:28]:<28}  {run.usage.requests:>5}  "
-            f"{tokens:>9,}  {format_cost(run.usage.cost_usd):>9}  {ended}"
+            f"{format_tokens(run.usage):>9}  {format_cost(run.usage.cost_usd):>9}  {ended}"
         )
     return "\n".join(lines)
 
@@ -58,8 +84,8 @@ def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[s
     yield f"run {info.id} · {info.model} · {info.status}" + (
         f" ({info.stop_reason})" if info.stop_reason else ""
     )
-    if info.usage.cost_usd is not None:
-        yield f"cost {format_cost(info.usage.cost_usd)}"
+    if info.status != "running":
+        yield f"tokens {format_tokens(info.usage)} · cost {format_cost(info.usage.cost_usd)}"
     if info.error:
         yield f"error: {info.error}"
     for event in store.events(info.id):
@@ -106,6 +132,8 @@ def _message_lines(message: Any, records: dict[str, Any], *, full: bool) -> Iter
         if message.text:
             cut = " [cut off by the output limit]" if message.stop_reason == "max_tokens" else ""
             yield f"assistant: {message.text}{cut}"
+        elif not message.tool_calls:
+            yield "assistant: [empty reply: no text and no tool calls]"
         for call in message.tool_calls:
             args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
             yield f"assistant → {call.name}({args})  [{call.id}]"
@@ -142,7 +170,7 @@ def transcript_json(store: RunLog, run_id: str) -> str:
                 "status": info.status,
                 "stop_reason": info.stop_reason,
                 "error": info.error,
-                "usage": info.usage.to_dict(),
+                "usage": usage_json(info.usage),
                 "config": info.config,
             },
             "events": [

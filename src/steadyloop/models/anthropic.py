@@ -64,7 +64,7 @@ class AnthropicModel(Model):
     """A Claude model over the Messages API, plain or streamed.
 
     Args:
-        model: the model id, e.g. "claude-sonnet-4-5".
+        model: the model id, e.g. "claude-sonnet-4-6".
         base_url: the API root (default: `ANTHROPIC_BASE_URL`, else Anthropic's).
         api_key: the key (default: `ANTHROPIC_API_KEY`); checked here, not at the first call.
         client: an `anthropic.AsyncAnthropic` to use instead of one made from base_url,
@@ -99,7 +99,7 @@ class AnthropicModel(Model):
     ) -> None:
         if not model.strip():
             raise ConfigError(
-                "no Anthropic model named: use anthropic:MODEL, e.g. anthropic:claude-sonnet-4-5"
+                "no Anthropic model named: use anthropic:MODEL, e.g. anthropic:claude-sonnet-4-6"
             )
         if max_tokens < 1:
             raise ConfigError(f"max_tokens must be >= 1, got {max_tokens}")

@@ -473,6 +473,15 @@ class ChatStreamParser:
 
     def finish(self) -> AssistantMessage:
         """The whole reply; raises when the stream was cut off before it was complete."""
+        if not self.last_chunk:
+            raise ModelError(
+                f"{self.provider}: the server answered 200 but ended the stream before sending "
+                "anything; it most likely failed on this request (see its log). Some servers "
+                "cannot stream with some settings (llama-cpp-python's chatml-function-calling "
+                'with tool_choice "auto"): try without streaming, or another tool_choice',
+                retryable=True,
+                provider=self.provider,
+            )
         if self.finish_reason is None and self.usage is None:
             raise ModelError(
                 f"{self.provider}: the stream ended before the reply was complete "

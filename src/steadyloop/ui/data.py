@@ -109,13 +109,7 @@ def _usage(store: RunLog, run: RunInfo) -> Usage:
     usage = Usage()
     for message in store.messages(run.id)[run.history :]:
         if isinstance(message, AssistantMessage):
-            tokens = message.usage or Usage()
-            usage += Usage(
-                input_tokens=tokens.input_tokens,
-                output_tokens=tokens.output_tokens,
-                requests=1,
-                tool_calls=len(message.tool_calls),
-            )
+            usage += message.request_usage() + Usage(tool_calls=len(message.tool_calls))
     return usage
 
 
@@ -128,7 +122,8 @@ def _summary(run: RunInfo, usage: Usage) -> dict[str, Any]:
         "status": run.status,
         "prompt": run.prompt,
         "turns": usage.requests,
-        "tokens": usage.input_tokens + usage.output_tokens,
+        "tokens": usage.total_tokens,
+        "tokens_partial": not usage.tokens_known and usage.total_tokens is not None,
         "cost": cost_of(usage.to_dict()),
     }
 

@@ -38,6 +38,8 @@ function when(epoch) {
     `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 const count = (n) => (n === null || n === undefined ? "—" : Number(n).toLocaleString("en-US"));
+// A run some of whose replies came without token counts shows its known tokens as a floor.
+const tokens = (run) => (run.tokens_partial ? `≥ ${count(run.tokens)}` : count(run.tokens));
 const cost = (usd) => (usd === null || usd === undefined ? "—" : `$${usd.toFixed(usd < 0.01 ? 4 : 2)}`);
 function seconds(t) {
   if (t < 0.001) return "<1 ms";
@@ -141,7 +143,7 @@ function runRow(run) {
     h("td", { class: "col-model" }, run.model),
     h("td", { class: "col-status" }, h("span", { class: `status status-${run.status}` }, run.status)),
     h("td", { class: "col-turns num" }, count(run.turns)),
-    h("td", { class: "col-tokens num" }, count(run.tokens)),
+    h("td", { class: "col-tokens num" }, tokens(run)),
     h("td", { class: "col-cost num" }, cost(run.cost)),
     h("td", { class: "col-prompt", title: run.prompt }, run.prompt));
 }
@@ -213,7 +215,7 @@ async function appendEntries(list, entries) {
 function drawHead(head, run) {
   const facts = [
     ["model", run.model], ["started", when(run.created)], ["turns", count(run.turns)],
-    ["tokens", count(run.tokens)], ["cost", cost(run.cost)],
+    ["tokens", tokens(run)], ["cost", cost(run.cost)],
     ["tool calls", count(run.usage.tool_calls)],
   ];
   head.replaceChildren(...present([
@@ -354,6 +356,7 @@ function entryParts(e) {
       return [who(e.history ? "assistant · earlier history" : "assistant", meta.join(" · ")),
         e.text ? h("pre", { class: "text" }, e.text) : null,
         e.stop_reason === "max_tokens" ? h("p", { class: "marker" }, "cut off by the output limit") : null,
+        !e.text && !e.calls.length ? h("p", { class: "marker" }, "empty reply: no text and no tool calls") : null,
         e.calls.length ? h("ul", { class: "calls" }, e.calls.map((c) =>
           h("li", {}, "→ ", h("code", {}, c.name), h("span", { class: "call-id" }, ` ${c.id}`)))) : null];
     }
