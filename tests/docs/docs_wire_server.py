@@ -86,9 +86,9 @@ def _chat_reply(body: JSON) -> JSON:
             break
         results.insert(0, _content_text(message.get("content")))
     calls = _plan(tools, results or None)
-    message: JSON = {"role": "assistant", "content": None if calls else _text(results)}
+    reply: JSON = {"role": "assistant", "content": None if calls else _text(results)}
     if calls:
-        message["tool_calls"] = [
+        reply["tool_calls"] = [
             {
                 "id": f"call_{i}",
                 "type": "function",
@@ -105,14 +105,16 @@ def _chat_reply(body: JSON) -> JSON:
         "created": 0,
         "model": body.get("model", ""),
         "choices": [
-            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+            {"index": 0, "message": reply, "finish_reason": "tool_calls" if calls else "stop"}
         ],
         "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
     }
 
 
 def _anthropic_reply(body: JSON) -> JSON:
-    tools = [{"name": t["name"], "parameters": t.get("input_schema", {})} for t in body.get("tools", ())]
+    tools = [
+        {"name": t["name"], "parameters": t.get("input_schema", {})} for t in body.get("tools", ())
+    ]
     last = body["messages"][-1]
     blocks = last["content"] if isinstance(last["content"], list) else []
     results = [_content_text(b.get("content")) for b in blocks if b.get("type") == "tool_result"]

@@ -40,7 +40,7 @@ GUIDES = [
     "mcp.md",
     "typed-output.md",
     "dependencies.md",
-    "images.md",
+    "images-and-documents.md",
     "approvals.md",
     "run-log.md",
     "tracing.md",
@@ -81,9 +81,7 @@ def wire() -> Iterator[WireServer]:
 
 
 @pytest.fixture
-def sandbox(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: WireServer
-) -> Iterator[Path]:
+def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: WireServer) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("STEADYLOOP_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("OPENAI_BASE_URL", wire.url + "/v1")
@@ -93,7 +91,7 @@ def sandbox(
     monkeypatch.setenv("OLLAMA_HOST", wire.url)
     for name in ("STEADYLOOP_MODEL", "OTEL_EXPORTER_OTLP_ENDPOINT"):
         monkeypatch.delenv(name, raising=False)
-    yield tmp_path
+    return tmp_path
 
 
 def run_snippet(snippet: Snippet) -> None:
