@@ -37,7 +37,8 @@ LIBRARIES: tuple[Library, ...] = (
     Library(
         "steadyloop",
         "steadyloop_driver.py",
-        ("steadyloop", "opentelemetry-sdk==1.45.2"),  # the SDK for S7's traced runs only
+        # the OpenTelemetry SDK for S7's traced runs, the MCP SDK for S9
+        ("steadyloop", "opentelemetry-sdk==1.45.2", "mcp==2.3.0"),
         "import steadyloop",
         peer=False,
     ),

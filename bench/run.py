@@ -156,6 +156,8 @@ def run_library(lib: envs.Library, python: Path, args: argparse.Namespace) -> di
     if lib.name == "steadyloop":
         entry["S6"] = run_driver(python, driver, "S6", flags)["figures"]
         entry["S7"] = run_driver(python, driver, "S7", flags)["figures"]
+        entry["S9"] = run_driver(python, driver, "S9", flags)["figures"]
+        entry["S10"] = run_driver(python, driver, "S10", flags)["figures"]
     return entry
 
 

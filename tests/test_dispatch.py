@@ -92,6 +92,36 @@ async def slow_ok(label: str = "x") -> str:
     return f"ok {label}"
 
 
+async def test_a_tool_may_hold_a_cancel_scope_or_timeout_across_awaits(
+    make: Callable[..., Dispatcher],
+) -> None:
+    """A tool runs as one task from its first line to its last, as the MCP SDK (anyio cancel
+    scopes) and `asyncio.timeout` need: both check that they leave in the task they entered."""
+    import anyio
+
+    async def scoped(seconds: float) -> str:
+        """Waits inside a cancel scope and a timeout."""
+        first = asyncio.current_task()
+        with anyio.CancelScope():
+            async with asyncio.timeout(5):
+                await asyncio.sleep(seconds)
+        return "same task" if asyncio.current_task() is first else "moved"
+
+    batch = await make(scoped).run(
+        [call("scoped", '{"seconds": 0.01}', id=str(n)) for n in range(3)]
+    )
+    assert [o.result.content for o in batch.outcomes] == ["same task"] * 3
+
+
+async def test_each_answer_carries_the_arguments_it_ran_with(
+    make: Callable[..., Dispatcher],
+) -> None:
+    batch = await make(get_weather).run([call("get_weather", '{"city": "Oslo"}'), call("x", "{}")])
+    known, unknown = batch.outcomes
+    assert known.arguments == {"city": "Oslo"}
+    assert unknown.arguments is None  # an unknown tool's arguments are not read
+
+
 # -- unknown tools ------------------------------------------------------------------------------
 
 

@@ -4,6 +4,12 @@ S6 (steadyloop only) runs S1's async configuration with the SQLite run log on an
 reports "n/a" until this checkout has a run log (`steadyloop.store`, `Agent(store=...)`).
 S7 (steadyloop only) runs S1's async configuration and S3's concurrent runs with OpenTelemetry
 tracing on and off; "n/a" without `opentelemetry-sdk` or `Agent(tracer_provider=...)`.
+S10 (steadyloop only) runs S1's async configuration with each feature of the production surface
+in use (a typed answer, dependencies, an approval gate, the SQLite run log) against none, and
+S3's concurrent runs with all of them against none.
+S9 (steadyloop only) times an agent's first model call with one stdio MCP server against the
+official SDK's minimal client listing the same server's tools (`mcp_probe.py`), fresh
+interpreters in turn; "n/a" without Node.js.
 """
 
 from __future__ import annotations
@@ -11,16 +17,31 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import importlib.util
+import json
+import os
 import platform
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import common
+from pydantic import BaseModel
 
-from steadyloop import Agent, AssistantMessage, Limits, ToolCall, tool
+from steadyloop import (
+    Agent,
+    Approve,
+    AssistantMessage,
+    Limits,
+    PendingCall,
+    RunContext,
+    ToolCall,
+    tool,
+)
 from steadyloop.models.base import Model, ModelRequest
 
 
@@ -103,14 +124,7 @@ def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
         batch_flush = getattr(batch_store, "flush", lambda: None)
 
         async def timed(runner: SteadyloopRunner, after: Callable[[], object]) -> float:
-            began = time.perf_counter_ns()
-            for _ in range(block):
-                state = common.RunState(plan)
-                common.CURRENT.set(state)
-                if await runner.run() != common.FINAL_TEXT or state.turn != plan.turns:
-                    raise AssertionError("S6: a run did not go as planned")
-            after()
-            return (time.perf_counter_ns() - began) / 1000 / block / plan.turns
+            return await per_turn_us(runner, plan, block, "S6", after)
 
         async def rounds() -> tuple[list[float], list[float], list[float]]:
             off: list[float] = []
@@ -176,13 +190,7 @@ def s7(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
     spans_per_run = 1 + plan.turns + (plan.turns - 1) * plan.calls
 
     async def timed(runner: SteadyloopRunner) -> float:
-        began = time.perf_counter_ns()
-        for _ in range(block):
-            state = common.RunState(plan)
-            common.CURRENT.set(state)
-            if await runner.run() != common.FINAL_TEXT or state.turn != plan.turns:
-                raise AssertionError("S7: a run did not go as planned")
-        elapsed = (time.perf_counter_ns() - began) / 1000 / block / plan.turns
+        elapsed = await per_turn_us(runner, plan, block, "S7", lambda: None)
         if runner is traced and len(exporter.get_finished_spans()) != block * spans_per_run:
             raise AssertionError("S7: the traced runs did not export every span")
         exporter.clear()
@@ -223,34 +231,272 @@ async def _concurrent_cpu(
     provider: Any, exporter: Any, settings: common.Settings
 ) -> tuple[list[float], list[float]]:
     """CPU ms per run of S3's concurrent runs, untraced and traced, in alternating rounds."""
-    count = 20 if settings.quick else 1000
     plan = common.Plan(turns=5, calls=3, is_async=True, latency=0.010)
     plain = SteadyloopRunner(plan)
     traced = SteadyloopRunner(plan, tracer_provider=provider)
+    return await cpu_per_run_pair(plan, plain, traced, settings, "S7", lambda _: exporter.clear())
 
-    async def one(runner: SteadyloopRunner, state: common.RunState) -> str:
+
+class Runs(Protocol):
+    async def run(self) -> str: ...
+
+
+async def per_turn_us(
+    runner: Runs, plan: common.Plan, block: int, scenario: str, settle: Callable[[], object]
+) -> float:
+    """µs per turn of `block` runs of `plan` one after another, each checked; `settle()` ends
+    the timing (waiting for a run log to be written)."""
+    began = time.perf_counter_ns()
+    for _ in range(block):
+        state = common.RunState(plan)
+        common.CURRENT.set(state)
+        if await runner.run() != common.FINAL_TEXT or state.turn != plan.turns:
+            raise AssertionError(f"{scenario}: a run did not go as planned")
+    settle()
+    return (time.perf_counter_ns() - began) / 1000 / block / plan.turns
+
+
+async def cpu_per_run_pair(
+    plan: common.Plan,
+    first: Runs,
+    second: Runs,
+    settings: common.Settings,
+    scenario: str,
+    settle: Callable[[Any], object],
+) -> tuple[list[float], list[float]]:
+    """CPU ms per run of many concurrent runs of `plan` (1000; 20 when quick), by `first`
+    and `second` in alternating rounds, the first round a warm-up. `settle(runner)` ends each
+    round's timing (waiting for a run log to be written, emptying an exporter)."""
+    count = 20 if settings.quick else 1000
+
+    async def one(runner: Runs, state: common.RunState) -> str:
         common.CURRENT.set(state)
         return await runner.run()
 
-    async def cpu_per_run(runner: SteadyloopRunner) -> float:
+    async def cpu_per_run(runner: Runs) -> float:
         states = [common.RunState(plan) for _ in range(count)]
         cpu = time.process_time()
         outputs = await asyncio.gather(*(one(runner, s) for s in states))
+        settle(runner)
         cpu = time.process_time() - cpu
         if any(output != common.FINAL_TEXT for output in outputs):
-            raise AssertionError("S7: a concurrent run did not go as planned")
-        exporter.clear()
+            raise AssertionError(f"{scenario}: a concurrent run did not go as planned")
         return cpu * 1000 / count
 
     off: list[float] = []
     on: list[float] = []
     for number in range(2 if settings.quick else 6):
-        times = (await cpu_per_run(plain), await cpu_per_run(traced))
+        times = (await cpu_per_run(first), await cpu_per_run(second))
         if number > 0:  # the first round warms up
             off.append(times[0])
             on.append(times[1])
     return off, on
 
 
+class Shop:
+    """The dependencies S10's runs carry (`deps=`), read by its tool through `RunContext`."""
+
+    offset = 0
+
+
+class Answer(BaseModel):
+    """S10's typed answer."""
+
+    answer: str
+
+
+async def add_in_shop(ctx: RunContext[Shop], a: int, b: int) -> int:
+    """Adds two integers.
+
+    Args:
+        a: the first integer.
+        b: the second integer.
+    """
+    return a + b + ctx.deps.offset
+
+
+add_in_shop.__name__ = add_in_shop.__qualname__ = "add"
+
+
+class AnsweringModel(BenchModel):
+    """`BenchModel`, but its last reply calls `final_answer` when the run wants a typed answer."""
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        reply = await super().request(request)
+        if reply.tool_calls or not any(t.name == "final_answer" for t in request.tools):
+            return reply
+        answer = json.dumps({"answer": reply.text})
+        return AssistantMessage(tool_calls=(ToolCall("final", "final_answer", answer),))
+
+
+def approve_all(call: PendingCall, ctx: RunContext[Shop]) -> Approve:
+    return Approve()
+
+
+FEATURES = ("output", "deps", "approvals", "store")
+
+
+class FeaturesRunner:
+    """S1's run with some of the production features in use."""
+
+    def __init__(self, plan: common.Plan, features: tuple[str, ...], folder: Path) -> None:
+        uses_deps = "deps" in features
+        function = add_in_shop if uses_deps else plan.function
+        gated = tool(function, approve="approvals" in features)
+        self.output = Answer if "output" in features else None
+        self.deps = Shop() if uses_deps else None
+        store = folder / f"{'-'.join(features)}.sqlite3" if "store" in features else None
+        self.agent: Agent[Any] = Agent(
+            AnsweringModel(),
+            tools=[gated],
+            limits=Limits(max_turns=plan.turns + 1, max_context_tokens=10_000_000),
+            approver=approve_all if "approvals" in features else None,
+            store=store,
+        )
+
+    async def run(self) -> str:
+        result = await self.agent.run(common.PROMPT, output=self.output, deps=self.deps)
+        output = result.output
+        return output.answer if isinstance(output, Answer) else str(output)
+
+    def flush(self) -> None:
+        """Waits for the run log (if any) to have written everything."""
+        flush = getattr(self.agent.store, "flush", None)
+        if flush is not None:
+            flush()
+
+
+def s10(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
+    """The production features, each in use against none: S1's async run per turn, in blocks
+    of ten runs alternating configuration by configuration (a block with the run log ends with
+    it flushed), and S3's concurrent runs in CPU per run, with all of them against none."""
+    plan = common.Plan(turns=20, calls=3, is_async=True)
+    block = 2 if settings.quick else 10
+    configurations = {"none": (), **{f: (f,) for f in FEATURES}, "all": FEATURES}
+    with tempfile.TemporaryDirectory() as folder:
+        runners = {
+            name: FeaturesRunner(plan, features, Path(folder))
+            for name, features in configurations.items()
+        }
+
+        async def timed(runner: FeaturesRunner) -> float:
+            return await per_turn_us(runner, plan, block, "S10", runner.flush)
+
+        async def rounds() -> dict[str, list[float]]:
+            samples: dict[str, list[float]] = {name: [] for name in runners}
+            started = time.perf_counter()
+            for number in range(settings.reps + 1):
+                for name, runner in runners.items():
+                    elapsed = await timed(runner)
+                    if number > 0:  # the first round warms up
+                        samples[name].append(elapsed)
+                if number >= 3 and time.perf_counter() - started > settings.budget * 3:
+                    break
+            return samples
+
+        samples = asyncio.run(rounds())
+        cpu_off, cpu_on = asyncio.run(_features_cpu(settings, Path(folder)))
+        for runner in runners.values():
+            asyncio.run(runner.agent.aclose())
+    off = samples["none"]
+    figures: dict[str, Any] = {"per_turn_us_none": common.spread(off)}
+    for name, values in samples.items():
+        if name != "none":
+            figures[f"per_turn_us_{name}"] = common.spread(values)
+            figures[f"ratio_{name}"] = common.spread(
+                [b / a for a, b in zip(off, values, strict=True)]
+            )
+    figures["concurrent_cpu_ms_none"] = common.spread(cpu_off)
+    figures["concurrent_cpu_ms_all"] = common.spread(cpu_on)
+    figures["concurrent_ratio_all"] = common.spread(
+        [b / a for a, b in zip(cpu_off, cpu_on, strict=True)]
+    )
+    return figures
+
+
+async def _features_cpu(settings: common.Settings, folder: Path) -> tuple[list[float], list[float]]:
+    """CPU ms per run of S3's concurrent runs with no feature in use and with all of them."""
+    plan = common.Plan(turns=5, calls=3, is_async=True, latency=0.010)
+    plain = FeaturesRunner(plan, (), folder)
+    featured = FeaturesRunner(plan, FEATURES, folder)
+    try:
+        return await cpu_per_run_pair(
+            plan, plain, featured, settings, "S10", lambda runner: runner.flush()
+        )
+    finally:
+        await featured.agent.aclose()
+
+
+# The reference server "everything", pinned, installed with npm under bench/.venvs/ on first use.
+EVERYTHING = "@modelcontextprotocol/server-everything"
+EVERYTHING_VERSION = "2026.8.31"
+NPM_FOLDER = Path(__file__).resolve().parents[1] / ".venvs" / "npm"
+PROBE = Path(__file__).resolve().parent / "mcp_probe.py"
+
+
+def everything_command() -> list[str] | str:
+    """The command line starting server-everything over stdio, or why it cannot run here."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        return "n/a (needs Node.js and npm)"
+    script = NPM_FOLDER / "node_modules" / EVERYTHING / "dist" / "index.js"
+    if not script.exists():
+        NPM_FOLDER.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(NPM_FOLDER),
+             f"{EVERYTHING}@{EVERYTHING_VERSION}"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    return [node, str(script), "stdio"]
+
+
+def _probe(mode: str, server: list[str]) -> tuple[float, int]:
+    """Seconds from spawning a fresh interpreter to its `ready` line, and the tools it saw."""
+    began = time.time()
+    process = subprocess.Popen(
+        [sys.executable, str(PROBE), mode, *server],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().split()
+    process.wait(timeout=60)
+    if len(line) != 3 or line[0] != "ready":
+        raise AssertionError(f"S9: the {mode} probe did not get ready (exit {process.returncode})")
+    return float(line[1]) - began, int(line[2])
+
+
+def s9(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
+    """The first model call of an agent with one stdio MCP server (server-everything) against
+    the official SDK's minimal client starting it and listing its tools, in turn, fresh
+    interpreters each time (imports and the server's own start-up count for both)."""
+    if importlib.util.find_spec("mcp") is None:
+        return {"na": "n/a (the mcp package is not installed)"}
+    server = everything_command()
+    if isinstance(server, str):
+        return {"na": server}
+    if not settings.quick:
+        _probe("sdk", server)  # warm the file cache: the first start reads everything from disk
+    rounds = 1 if settings.quick else 7
+    sdk_s: list[float] = []
+    ours_s: list[float] = []
+    for _ in range(rounds):
+        seconds, sdk_tools = _probe("sdk", server)
+        sdk_s.append(seconds)
+        seconds, our_tools = _probe("steadyloop", server)
+        ours_s.append(seconds)
+        if our_tools != sdk_tools:
+            raise AssertionError(f"S9: the agent saw {our_tools} tools, the SDK {sdk_tools}")
+    ratios = [ours / sdk for ours, sdk in zip(ours_s, sdk_s, strict=True)]
+    return {
+        "sdk_s": common.spread(sdk_s),
+        "steadyloop_s": common.spread(ours_s),
+        "mcp_ratio": common.spread(ratios),
+        "tools": sdk_tools,
+    }
+
+
 if __name__ == "__main__":
-    common.main(SteadyloopDriver(), {"S6": s6, "S7": s7})
+    common.main(SteadyloopDriver(), {"S6": s6, "S7": s7, "S9": s9, "S10": s10})

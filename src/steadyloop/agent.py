@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from steadyloop.approvals import Approver, Decisions
@@ -96,7 +96,7 @@ class Agent(Generic[OutputT]):
         backoff: Backoff | None = None,
         model_retries: int = 2,
         estimate_tokens: TokenEstimator = estimate_tokens,
-        store: RunLog | str | Path | None = None,
+        store: RunLog | str | os.PathLike[str] | None = None,
         durability: Literal["turn", "batch"] = "turn",
         effects: Effects | Sequence[Effects] | None = None,
         metadata: Mapping[str, Any] | None = None,
@@ -130,8 +130,8 @@ class Agent(Generic[OutputT]):
         self.tracer_provider = tracer_provider
         self.trace_content = trace_content
         # A log given as a path or URL is the agent's to open and close; an open one is not.
-        self._store_location = store if isinstance(store, str | Path) else None
-        self._store = None if isinstance(store, str | Path) else store
+        self._store_location = store if isinstance(store, str | os.PathLike) else None
+        self._store = None if isinstance(store, str | os.PathLike) else store
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
         self.tools: tuple[Tool, ...] = tuple(
             as_tool(t) for t in tools if not isinstance(t, Toolset)

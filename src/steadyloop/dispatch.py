@@ -19,7 +19,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,6 +182,7 @@ class Dispatcher:
         attempts = 0
         is_error = True
         images: tuple[Any, ...] = ()
+        arguments: Mapping[str, Any] | None = None
         try:
             if tool is None:
                 raise _Failure(self._unknown_tool(call.name))
@@ -205,13 +206,13 @@ class Dispatcher:
             if isinstance(exc, asyncio.CancelledError) and _cancel_requested():
                 raise  # the turn is being cancelled: `run` answers this call as cancelled
             text = _stop_text(call, exc)
-            outcome = self._finish(call, tool, text, True, (), started, attempts)
+            outcome = self._finish(call, tool, text, True, (), started, attempts, arguments)
             if notify is not None:
                 notify(outcome)
             raise _Stop(exc, outcome) from None
         if edited is not None:
             text = EDITED_TEXT.format(arguments=json.dumps(dict(edited), default=str)) + text
-        outcome = self._finish(call, tool, text, is_error, images, started, attempts)
+        outcome = self._finish(call, tool, text, is_error, images, started, attempts, arguments)
         if notify is not None:
             notify(outcome)
         return outcome
@@ -225,12 +226,14 @@ class Dispatcher:
         images: tuple[Any, ...],
         started: float,
         attempts: int,
+        arguments: Mapping[str, Any] | None,
     ) -> ToolCallFinished:
         limit = self._max_output
         if tool is not None and tool.max_output is not None:
             limit = tool.max_output
         result = ToolResult(call.id, call.name, truncate(text, limit), is_error, images)
-        return ToolCallFinished(call, result, text, time.perf_counter() - started, attempts)
+        took = time.perf_counter() - started
+        return ToolCallFinished(call, result, text, took, attempts, arguments=arguments)
 
     async def _run_with_retries(self, tool: Tool, bound: BoundCall) -> tuple[ToolOutput, int]:
         """Runs the call, retrying `retry_on` exceptions; a last failure becomes `_Failure`."""
@@ -365,10 +368,12 @@ class ToolThreads:
     """
 
     def __init__(self) -> None:
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: Executor | None = None
 
     def get(self) -> Executor:
         if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor  # on the first sync call only
+
             self._executor = ThreadPoolExecutor(sys.maxsize, thread_name_prefix="steadyloop-tool")
         return self._executor
 

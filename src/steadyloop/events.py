@@ -106,7 +106,9 @@ class ToolCallStarted:
 class ToolCallFinished:
     """A tool call was answered. `output` is the full text before truncation (kept for the log);
     `result` is what the model reads; `attempts` counts tries including retries. `cancelled`:
-    the run stopped before the call finished, so its outcome is unknown."""
+    the run stopped before the call finished, so its outcome is unknown. `arguments`: the
+    call's arguments as read from its JSON, None when they were not read (an unknown tool,
+    text that is not a JSON object)."""
 
     call: ToolCall
     result: ToolResult
@@ -114,6 +116,7 @@ class ToolCallFinished:
     duration: float
     attempts: int
     cancelled: bool = False
+    arguments: Mapping[str, Any] | None = None
 
     @property
     def is_error(self) -> bool:

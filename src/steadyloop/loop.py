@@ -300,7 +300,7 @@ class Run:
         )
         if self._paused(batch):
             return True
-        checked = self.guard.check_turn([(o.call, o.result) for o in batch.outcomes])
+        checked = self.guard.check_turn(batch.outcomes)
         for result in checked.results:
             self._append(result)
         if batch.stop is not None:

@@ -8,12 +8,10 @@ the context estimate as a fixed number of tokens, not as the length of its base6
 from __future__ import annotations
 
 import base64
-import mimetypes
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeAlias
 
 from steadyloop.errors import ConfigError
@@ -86,6 +84,8 @@ class Image:
         """An image the provider fetches from an http(s) URL."""
         if not url.startswith(("https://", "http://")):
             raise ConfigError(f"not an http(s) URL: {url!r}; for a file use Image.from_path(...)")
+        import mimetypes  # only for a URL or file without a stated type: it loads a table
+
         guessed = mimetypes.guess_type(url.split("?", 1)[0])[0]
         return cls(media_type or guessed or "image/*", url=url)
 
@@ -123,7 +123,7 @@ class Document:
     def from_path(cls, path: str | os.PathLike[str]) -> Document:
         """A PDF or a UTF-8 text file; `ConfigError` for anything else."""
         raw = _read(path, "document")
-        name = Path(path).name
+        name = os.path.basename(os.fspath(path))
         if raw.startswith(b"%PDF-"):
             return cls("application/pdf", base64.b64encode(raw).decode("ascii"), name)
         try:
@@ -133,6 +133,8 @@ class Document:
                 f"{path} is neither a PDF nor UTF-8 text: pass a .pdf or a text file "
                 "(for images use Image.from_path)"
             ) from None
+        import mimetypes
+
         kind = mimetypes.guess_type(name)[0] or "text/plain"
         kind = kind if kind.startswith("text/") else "text/plain"
         return cls(kind, base64.b64encode(raw).decode("ascii"), name)
@@ -202,7 +204,8 @@ def parts_tokens(parts: tuple[Part, ...]) -> int:
 
 def _read(path: str | os.PathLike[str], what: str) -> bytes:
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as file:
+            return file.read()
     except FileNotFoundError:
         raise ConfigError(f"{what} not found: {path} (check the path)") from None
     except IsADirectoryError:

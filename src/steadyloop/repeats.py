@@ -6,7 +6,7 @@ the model is not learning from the error. A call that succeeds with the same res
 after `Limits.max_same_results` turns in a row its result is replaced by an error telling the
 model it already has that result; one more such call stops the run.
 
-"In a row" counts turns: a call (name and arguments, compared as canonical JSON) repeats when
+"In a row" counts turns: a call (name and arguments, compared as read from JSON) repeats when
 the previous turn had it too, with the same outcome. Copies of a call within one reply count
 once: a model that sends the same call three times in one reply has made one mistake, not
 three. Any turn without the call starts its count again.
@@ -14,10 +14,13 @@ three. Any turn without the call starts its count again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
-from steadyloop.messages import ToolCall, ToolResult, canonical_arguments
+from steadyloop.events import ToolCallFinished
+from steadyloop.messages import ToolResult
 
 __all__ = ["RepeatGuard", "TurnCheck"]
 
@@ -26,9 +29,6 @@ ALREADY_HAVE_TEXT = (
     "in a row and returned the same thing each time (see the earlier results). Use it to go on, "
     "or call with other arguments; calling it the same way again stops the run."
 )
-
-# (tool name, canonical arguments, failed, result text)
-_Key = tuple[str, str, bool, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,30 +40,61 @@ class TurnCheck:
     stop: str | None = None
 
 
+@dataclass(slots=True)
+class _Seen:
+    """A call answered in a turn: its arguments (as read), its result text, and how many
+    turns in a row it has been made with that result."""
+
+    arguments: Any
+    content: str
+    count: int
+
+
+def _arguments(answered: ToolCallFinished) -> Any:
+    """The call's arguments as a value to compare: as the dispatcher read them, or for a call
+    it could not read, its JSON read here (blank or `null` as no arguments; other text as is)."""
+    if answered.arguments is not None:
+        return answered.arguments
+    raw = answered.call.arguments
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    if not text or text == "null":
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return raw
+
+
+# Calls are filed by tool name, outcome and result length: only a call with the same three
+# is compared in full, so a turn of new calls costs a dict lookup each.
+_Key = tuple[str, bool, int]
+
+
 class RepeatGuard:
     """Counts, per call and outcome, how many turns in a row the model has made it."""
 
-    __slots__ = ("_counts", "max_repeats", "max_same_results")
+    __slots__ = ("_previous", "max_repeats", "max_same_results")
 
     def __init__(self, max_repeats: int, max_same_results: int | None) -> None:
         self.max_repeats = max_repeats
         self.max_same_results = max_same_results
-        self._counts: dict[_Key, int] = {}
+        self._previous: dict[_Key, list[_Seen]] = {}
 
-    def check_turn(self, answered: Sequence[tuple[ToolCall, ToolResult]]) -> TurnCheck:
+    def check_turn(self, turn: Sequence[ToolCallFinished]) -> TurnCheck:
         """Records one turn's answered calls, in call order."""
-        previous = self._counts
-        counts: dict[_Key, int] = {}
+        current: dict[_Key, list[_Seen]] = {}
         results: list[ToolResult] = []
         stop: str | None = None
-        for call, result in answered:
-            if result.is_error is False and self.max_same_results is None:
+        for answered in turn:
+            call, result = answered.call, answered.result
+            failed = result.is_error
+            if not failed and self.max_same_results is None:
                 results.append(result)
                 continue
-            key = (call.name, canonical_arguments(call.arguments), result.is_error, result.content)
-            count = counts.get(key) or previous.get(key, 0) + 1
-            counts[key] = count
-            if result.is_error:
+            count = self._count(current, answered)
+            if failed:
                 if count >= self.max_repeats and stop is None:
                     stop = (
                         f"repeat limit reached: {call.name} failed the same way {count} times "
@@ -79,5 +110,23 @@ class RepeatGuard:
                 text = ALREADY_HAVE_TEXT.format(name=call.name, count=count)
                 result = replace(result, content=text, is_error=True, images=())
             results.append(result)
-        self._counts = counts
+        self._previous = current
         return TurnCheck(tuple(results), stop)
+
+    def _count(self, current: dict[_Key, list[_Seen]], answered: ToolCallFinished) -> int:
+        """How many turns in a row, this one included, have had this call with this result;
+        a copy of a call already answered in this turn counts once."""
+        result = answered.result
+        key = (answered.call.name, result.is_error, len(result.content))
+        arguments, content = _arguments(answered), result.content
+        seen_now = current.setdefault(key, [])
+        for seen in seen_now:
+            if seen.content == content and seen.arguments == arguments:
+                return seen.count
+        count = 1
+        for seen in self._previous.get(key, ()):
+            if seen.content == content and seen.arguments == arguments:
+                count = seen.count + 1
+                break
+        seen_now.append(_Seen(arguments, content, count))
+        return count

@@ -7,7 +7,7 @@ implement `RunLog`; `steadyloop.store.records` says what a log holds.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import TYPE_CHECKING
 
 from steadyloop.errors import ConfigError
@@ -33,9 +33,9 @@ __all__ = [
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def open_store(url: str | Path, *, read_only: bool = False) -> RunLog:
+def open_store(url: str | os.PathLike[str], *, read_only: bool = False) -> RunLog:
     """The run log at `url`: a path or `sqlite:///path` (SQLite), or `postgresql://...`."""
-    text = str(url)
+    text = os.fspath(url)
     if text.startswith(_POSTGRES_SCHEMES):
         from steadyloop.store.postgres import PostgresStore
 
