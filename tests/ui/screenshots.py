@@ -1,4 +1,4 @@
-"""Takes the README's pictures of the run viewer, from a log of demo runs made offline.
+"""Takes the pictures of the run viewer in docs/viewer.md, from a log of demo runs made offline.
 
     uv run python tests/ui/screenshots.py docs/images
 
