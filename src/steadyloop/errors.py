@@ -8,7 +8,8 @@
     ├── LimitExceeded                   the run hit a limit; `.reason`, `.result` (partial result)
     │   ├── TurnLimitExceeded           `Limits.max_turns` model calls were made
     │   ├── ContextLimitExceeded        the next request would not fit `Limits.max_context_tokens`
-    │   ├── RepeatLimitExceeded         the same call failed the same way `max_repeats` times
+    │   ├── RepeatLimitExceeded         the same call failed the same way `max_repeats` turns
+    │   │                               in a row, or kept returning the same result
     │   └── CostLimitExceeded           the run has cost `Limits.max_cost_usd` or more
     ├── RunLogError                     the run log could not be written or read; `.run_id`
     ├── ToolError                       raised by tool code: the message goes to the model verbatim
@@ -131,7 +132,9 @@ class ContextLimitExceeded(LimitExceeded):
 
 
 class RepeatLimitExceeded(LimitExceeded):
-    """Raised when the same call failed with the same error `Limits.max_repeats` times in a row."""
+    """Raised when the same call failed with the same error `Limits.max_repeats` turns in a
+    row, or returned the same result once more after the model was told it had it
+    (`Limits.max_same_results`)."""
 
     reason = "repeat_limit"
 
