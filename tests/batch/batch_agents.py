@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from steadyloop import Agent, AssistantMessage, ToolCall, UserMessage, tool
 from steadyloop.messages import Message
+from steadyloop.models.base import ModelRequest
 from steadyloop.testing import FunctionModel
 from steadyloop.tools import ToolSpec
 
@@ -102,3 +103,22 @@ def broken_factory() -> Agent:
 
 def not_an_agent() -> object:
     return "an agent"
+
+
+class SettingsModel(FunctionModel):
+    """A fake with request settings, as the provider models have: each request notes them."""
+
+    def __init__(self) -> None:
+        super().__init__(reply)
+        self.settings: dict[str, object] = {}
+        self.seen: list[dict[str, object]] = []
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        self.seen.append(dict(self.settings))
+        return await super().request(request)
+
+
+def make_agent_with_settings() -> Agent:
+    agent = Agent(SettingsModel(), tools=[step])
+    BUILT.append(agent)
+    return agent

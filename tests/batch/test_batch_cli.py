@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import batch_agents
 import pytest
 from conftest import read_rows, write_tasks
 
@@ -140,3 +141,39 @@ def test_a_missing_tasks_file_is_a_one_line_error(
 
     assert code == 1
     assert stderr.startswith(f"error: cannot read the tasks file {missing}")
+
+
+def test_set_sends_model_settings_with_every_request_of_the_batch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 3)
+    out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
+    code, _, err = run_cli(
+        capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent_with_settings",
+        "--out", str(out), "--store", str(store), "--set", "temperature=0",
+        "--set", 'tool_choice={"type": "function", "function": {"name": "step"}}',
+    )  # fmt: skip
+    assert code == 0, err
+    model = batch_agents.BUILT[-1].model
+    assert isinstance(model, batch_agents.SettingsModel)
+    assert model.seen  # every request of every run carried both
+    assert all(
+        seen
+        == {"temperature": 0, "tool_choice": {"type": "function", "function": {"name": "step"}}}
+        for seen in model.seen
+    )
+
+
+def test_set_with_a_model_that_takes_no_settings_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 2)
+    code, _, err = run_cli(
+        capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent",
+        "--out", str(tmp_path / "results.jsonl"), "--store", str(tmp_path / "runs.db"),
+        "--set", "temperature=0",
+    )  # fmt: skip
+    assert code == 1  # a batch that cannot start, as with a broken factory
+    assert err.startswith("error: the model function takes no request settings")
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "results.jsonl").exists()  # no task ran

@@ -16,6 +16,7 @@ cap holds for the whole cluster.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -71,7 +72,7 @@ class RayEngine:
             raise ConfigError(
                 "RayEngine needs the run log as a path or URL: each worker opens its own"
             )
-        job = Job(job.factory, job.batch, _absolute(job.store), job.durability, job.rate)
+        job = dataclasses.replace(job, store=_absolute(job.store))
         ray = _import_ray()
         started = not ray.is_initialized()
         if started and self.address is None:

@@ -44,6 +44,7 @@ def run_batch(
     engine: Engine | None = None,
     rate_limit: str | Rate | None = None,
     durability: Literal["turn", "batch"] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> BatchReport:
     """Runs each task once, appending its result row to `out` as it ends.
 
@@ -61,6 +62,8 @@ def run_batch(
         engine: where the runs happen (default `LocalEngine(concurrency=256)`).
         rate_limit: a cap on model calls for the whole batch, such as `"600/min"`.
         durability: "turn" or "batch" for every run (None: the agent's own).
+        settings: request settings added to the agent's model on every worker (as
+            `--set KEY=VALUE` does), e.g. `{"temperature": 0}`.
 
     Duplicate task ids, an agent factory that fails and a bad option are a `ConfigError`
     before any task runs.
@@ -77,7 +80,7 @@ def run_batch(
     total = len(todo)
     todo = [task for task in todo if task.id not in results.done]
     job = Job(agent_factory, name, str(store) if isinstance(store, Path) else store,
-              durability, rate)  # fmt: skip
+              durability, rate, dict(settings) if settings else None)  # fmt: skip
     tally = Tally(name)
     try:
         if todo:

@@ -10,7 +10,7 @@ where the log stops. (When the log has no run of the batch yet, that look-up is 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,7 +33,8 @@ class Job:
 
     `store` is a path or URL (each worker opens its own), an open log (one process only), or
     None (the agent's own log, if it has one); `durability` None keeps the agent's own; `rate`
-    caps the model calls of all workers together.
+    caps the model calls of all workers together; `settings` are added to the model's request
+    settings (`--set` of `steadyloop batch`).
     """
 
     factory: Factory
@@ -41,6 +42,7 @@ class Job:
     store: RunLog | str | None = None
     durability: Literal["turn", "batch"] | None = None
     rate: Rate | None = None
+    settings: Mapping[str, Any] | None = None
 
 
 class Worker:
@@ -69,6 +71,8 @@ class Worker:
             agent.store = store
         if job.durability is not None:
             agent.durability = job.durability
+        if job.settings:
+            add_settings(agent, job.settings)
         if acquire is not None:
             agent.effects = nest([RateLimited(acquire), *filter(None, [agent.effects])])
         log = agent.store
@@ -113,6 +117,18 @@ def build_agent(factory: Factory) -> Agent:
     if not isinstance(agent, Agent):
         raise ConfigError(f"the agent factory {name} returned {type(agent).__name__}, not an Agent")
     return agent
+
+
+def add_settings(agent: Agent, settings: Mapping[str, Any]) -> None:
+    """Adds request settings to the agent's model (those given win); a model that takes no
+    settings (the fakes) is a `ConfigError`."""
+    current = getattr(agent.model, "settings", None)
+    if not isinstance(current, dict):
+        raise ConfigError(
+            f"the model {agent.model.name} takes no request settings: drop --set, or use a "
+            "provider's model (openai:..., anthropic:..., ollama:...)"
+        )
+    current.update(settings)
 
 
 def import_object(spec: str, what: str) -> Any:

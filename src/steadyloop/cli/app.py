@@ -10,7 +10,7 @@ import json
 import re
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, BinaryIO, NoReturn, TypeVar
 
 import click
@@ -22,6 +22,7 @@ from steadyloop.cli.batch import batch, render_batch
 from steadyloop.cli.ids import find_run, short_id
 from steadyloop.cli.live import make_view
 from steadyloop.cli.otlp import otlp_export
+from steadyloop.cli.settings import settings_option
 from steadyloop.cli.setup import (
     agent_from_config,
     build_agent,
@@ -106,15 +107,7 @@ cli.add_command(batch)
     show_default=True,
     help="characters of each tool result the model reads",
 )
-@click.option(
-    "--set",
-    "settings",
-    multiple=True,
-    metavar="KEY=VALUE",
-    callback=lambda _ctx, _param, values: parse_settings(values),
-    help="a model setting sent with each request, VALUE as JSON or plain text "
-    "(e.g. --set temperature=0 --set tool_choice=required); repeatable",
-)
+@settings_option
 @click.option(
     "--output",
     "output",
@@ -314,21 +307,6 @@ def lint(file: str) -> None:
     click.echo(report.render())
     if report.has_errors:
         sys.exit(EXIT_ERROR)
-
-
-def parse_settings(values: Sequence[str]) -> dict[str, Any]:
-    """`--set KEY=VALUE` options as a mapping: VALUE read as JSON where it is JSON
-    (`0`, `true`, `{"type": "auto"}`), as text otherwise (`required`)."""
-    settings: dict[str, Any] = {}
-    for item in values:
-        key, equals, raw = item.partition("=")
-        if not equals or not key.strip():
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
-        try:
-            settings[key.strip()] = json.loads(raw)
-        except ValueError:
-            settings[key.strip()] = raw
-    return settings
 
 
 @cli.command()

@@ -6,10 +6,11 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import click
 
+from steadyloop.cli.settings import settings_option
 from steadyloop.store import RunInfo
 
 __all__ = ["batch", "render_batch"]
@@ -73,6 +74,7 @@ MAX_BAD_SHOWN = 20
     default=None,
     help="at most this many model calls a minute, for the whole batch",
 )
+@settings_option
 @click.option(
     "--durability",
     type=click.Choice(["turn", "batch"]),
@@ -81,7 +83,8 @@ MAX_BAD_SHOWN = 20
 )
 def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency: int,
           ray_address: str | None, workers: int | None, chunk: int | None, store_url: str | None,
-          rpm: float | None, durability: str | None) -> None:  # fmt: skip
+          rpm: float | None, settings: dict[str, Any], durability: str | None,
+          ) -> None:  # fmt: skip
     """Run the agent on each task of TASKS.jsonl ({"id", "prompt", ...} per line).
 
     Running the same command again resumes the batch: tasks already in --out are skipped and
@@ -119,6 +122,7 @@ def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency
                 engine=engine,
                 rate_limit=f"{rpm}/min" if rpm is not None else None,
                 durability=cast(Literal["turn", "batch"] | None, durability),
+                settings=settings,
             )
         )
     except KeyboardInterrupt:

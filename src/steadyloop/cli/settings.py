@@ -1,0 +1,37 @@
+"""`--set KEY=VALUE`: model settings sent with every request, for `run` and `batch`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+__all__ = ["parse_settings", "settings_option"]
+
+
+def parse_settings(values: Sequence[str]) -> dict[str, Any]:
+    """`--set KEY=VALUE` options as a mapping: VALUE read as JSON where it is JSON
+    (`0`, `true`, `{"type": "auto"}`), as text otherwise (`required`)."""
+    settings: dict[str, Any] = {}
+    for item in values:
+        key, equals, raw = item.partition("=")
+        if not equals or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
+        try:
+            settings[key.strip()] = json.loads(raw)
+        except ValueError:
+            settings[key.strip()] = raw
+    return settings
+
+
+settings_option = click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=lambda _ctx, _param, values: parse_settings(values),
+    help="a model setting sent with each request, VALUE as JSON or plain text "
+    "(e.g. --set temperature=0 --set tool_choice=required); repeatable",
+)
