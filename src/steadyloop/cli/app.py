@@ -21,8 +21,8 @@ from steadyloop.cli.approve import terminal_approver
 from steadyloop.cli.batch import batch, render_batch
 from steadyloop.cli.ids import find_run, short_id
 from steadyloop.cli.live import make_view
+from steadyloop.cli.options import settings_option, store_option
 from steadyloop.cli.otlp import otlp_export
-from steadyloop.cli.settings import settings_option
 from steadyloop.cli.setup import (
     agent_from_config,
     build_agent,
@@ -52,16 +52,6 @@ class Failure(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
-
-
-store_option = click.option(
-    "--store",
-    "store_url",
-    default=None,
-    metavar="PATH_OR_URL",
-    help="the run log: a SQLite path, sqlite:///PATH or postgresql://... "
-    "(default: $STEADYLOOP_HOME/runs.db)",
-)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -10,7 +10,7 @@ from typing import Any, Literal, cast
 
 import click
 
-from steadyloop.cli.settings import settings_option
+from steadyloop.cli.options import settings_option, store_option
 from steadyloop.store import RunInfo
 
 __all__ = ["batch", "render_batch"]
@@ -60,14 +60,7 @@ MAX_BAD_SHOWN = 20
 @click.option(
     "--chunk", type=click.IntRange(min=1), default=None, help="tasks per Ray call (default: 50)"
 )
-@click.option(
-    "--store",
-    "store_url",
-    default=None,
-    metavar="PATH_OR_URL",
-    help="the run log: a SQLite path, sqlite:///PATH or postgresql://... "
-    "(default: $STEADYLOOP_HOME/runs.db)",
-)
+@store_option
 @click.option(
     "--rpm",
     type=click.FloatRange(min=0, min_open=True),

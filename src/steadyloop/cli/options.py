@@ -1,4 +1,5 @@
-"""`--set KEY=VALUE`: model settings sent with every request, for `run` and `batch`."""
+"""Options more than one command takes: `--set KEY=VALUE` (model settings sent with every
+request) and `--store PATH_OR_URL` (the run log)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import click
 
-__all__ = ["parse_settings", "settings_option"]
+__all__ = ["parse_settings", "settings_option", "store_option"]
 
 
 def parse_settings(values: Sequence[str]) -> dict[str, Any]:
@@ -34,4 +35,13 @@ settings_option = click.option(
     callback=lambda _ctx, _param, values: parse_settings(values),
     help="a model setting sent with each request, VALUE as JSON or plain text "
     "(e.g. --set temperature=0 --set tool_choice=required); repeatable",
+)
+
+store_option = click.option(
+    "--store",
+    "store_url",
+    default=None,
+    metavar="PATH_OR_URL",
+    help="the run log: a SQLite path, sqlite:///PATH or postgresql://... "
+    "(default: $STEADYLOOP_HOME/runs.db)",
 )
