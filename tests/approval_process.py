@@ -3,6 +3,10 @@ pause and the approval.
 
     python approval_process.py STORE pause           # prints the run id once paused, then waits
     python approval_process.py STORE resume RUN_ID   # approves the waiting call, prints the answer
+    python approval_process.py STORE resume-then-die RUN_ID  # approves it; the refund kills
+                                                     # its process right after its effect
+    python approval_process.py STORE continue RUN_ID # resumes with no decisions, prints the
+                                                     # answer and each call's result
 
 Each tool appends its name to STORE's folder/effects.log after its effect, so the test counts
 effects across processes.
@@ -11,11 +15,13 @@ effects across processes.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 import time
 from pathlib import Path
 
-from steadyloop import Agent, Approve, AssistantMessage, ToolCall, tool
+from steadyloop import Agent, Approve, AssistantMessage, ToolCall, ToolResult, tool
 from steadyloop.testing import ScriptedModel
 
 CALLS = AssistantMessage(
@@ -35,6 +41,8 @@ def main(store: Path, mode: str, run_id: str | None = None) -> None:
     def issue_refund(order_id: str, amount: float) -> str:
         """Refunds an order: money leaves, so a person approves it first."""
         note("issue_refund")
+        if mode == "resume-then-die":
+            os.kill(os.getpid(), signal.SIGKILL)
         return f"refunded {amount} on {order_id}"
 
     @tool
@@ -51,6 +59,13 @@ def main(store: Path, mode: str, run_id: str | None = None) -> None:
         time.sleep(600)  # a process that lingers after the pause until it is killed
         return
     assert run_id is not None
+    if mode == "continue":
+        resumed = asyncio.run(agent.resume(run_id))
+        print(resumed.output, flush=True)
+        for message in resumed.messages:
+            if isinstance(message, ToolResult):
+                print(f"{message.call_id}: {message.content}", flush=True)
+        return
     resumed = asyncio.run(agent.resume(run_id, decisions={"refund_1": Approve()}))
     print(resumed.output, flush=True)
 

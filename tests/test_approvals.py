@@ -31,10 +31,9 @@ from steadyloop import (
     RunResult,
     ToolCall,
     ToolResult,
-    UserMessage,
     tool,
 )
-from steadyloop.approvals import Decision
+from steadyloop.approvals import WAITING_TEXT, Decision
 from steadyloop.events import CallDecided, Event, RunFinished, ToolCallFinished
 from steadyloop.store import RunStore
 from steadyloop.testing import FunctionModel, ScriptedModel
@@ -91,8 +90,10 @@ async def test_a_gated_call_pauses_the_run_and_resume_runs_it_once() -> None:
     assert paused.pending == (PendingCall("r1", "issue_refund", {"order_id": "A1", "amount": 30}),)
     assert shop.refunds == []
     assert shop.lookups == ["A1"]  # the ungated sibling ran at once
-    # the transcript ends with the reply holding the gated call: results are held back
-    assert paused.messages[-1] == reply(refund("r1"), lookup("l1"))
+    # the transcript ends with the turn's answers in call order: what ran, and the waiting call
+    assert paused.messages[-3] == reply(refund("r1"), lookup("l1"))
+    assert results(paused.messages) == [("r1", WAITING_TEXT), ("l1", "A1: delivered")]
+    assert calls_answered(paused.messages)
     assert len(model.requests) == 1
 
     done = await agent.resume(paused, decisions={"r1": Approve()})
@@ -300,11 +301,12 @@ async def test_a_logged_pause_resumes_from_another_agent_and_only_once(tmp_path:
     assert paused.run_id is not None
     info = store.run(paused.run_id)
     assert (info.status, info.stop_reason) == ("paused", "approval")
-    # the sibling's result is in the log at once, though not in the transcript yet
+    # the sibling's result is in the log at once, and the log reads as the paused result does
     kinds = [e.kind for e in store.events(paused.run_id)]
     assert "tool_finished" in kinds
     assert kinds.count("decision") == 1
-    assert not any(isinstance(m, ToolResult) for m in store.messages(paused.run_id))
+    assert store.messages(paused.run_id) == paused.messages
+    assert results(paused.messages) == [("r1", WAITING_TEXT), ("l1", "A1: delivered")]
 
     later = Agent(ScriptedModel(["Refunded."]), tools=shop_tools(shop), store=store)
     with pytest.raises(ConfigError, match=r"is waiting for decisions on r1 \(issue_refund\)"):
@@ -444,12 +446,15 @@ def test_any_interleaving_of_decisions_leaves_a_valid_transcript(
     result: RunResult[Any] = agent.run_sync("go")
     fresh = iter(resume_with)
     while result.stop_reason == "approval":
-        assert isinstance(result.messages[-1], AssistantMessage)
-        assert calls_answered([*result.messages[:-1], UserMessage("")])
+        assert calls_answered(result.messages)  # what ran, and each waiting call as waiting
+        if store is not None:
+            assert store.messages(str(result.run_id)) == result.messages
         chosen = {p: as_decision(next(fresh), p) for p in result.pending}
         result = asyncio.run(agent.resume(result, decisions=chosen))
     assert result.output == "finished"
     assert calls_answered(result.messages)
+    if store is not None:
+        assert store.messages(str(result.run_id)) == result.messages
     every_call = [c.id for m in result.messages if isinstance(m, AssistantMessage)
                   for c in m.tool_calls]  # fmt: skip
     assert [r.call_id for r in result.messages if isinstance(r, ToolResult)] == every_call

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
+from typing import Any, Optional
 
 import pytest
 
@@ -14,6 +15,7 @@ from steadyloop import (
     AssistantMessage,
     ConfigError,
     RunContext,
+    Tool,
     ToolCall,
     ToolResult,
     Usage,
@@ -149,6 +151,53 @@ def test_deps_of_the_wrong_type_is_a_config_error_before_anything_runs() -> None
     # no deps at all is left to the tool; any deps suits RunContext without a type
     assert Agent(ScriptedModel(["ok"]), tools=[order_status]).run_sync("go").output == "ok"
     assert Agent(ScriptedModel(["ok"]), tools=[bare]).run_sync("go", deps=3).output == "ok"
+
+
+@tool
+def shop_tier(ctx: RunContext[Shop | None]) -> str:
+    """The shop's tier, when there is a shop."""
+    return ctx.deps.tier if ctx.deps is not None else "no shop"
+
+
+@tool
+def any_tier(ctx: RunContext[Any]) -> str:
+    """The tier of whatever deps the run has."""
+    return str(getattr(ctx.deps, "tier", "none"))
+
+
+@tool
+def optional_tier(ctx: RunContext[Optional[Shop]]) -> str:  # noqa: UP045 (the other spelling)
+    """The shop's tier, when there is a shop."""
+    return ctx.deps.tier if ctx.deps is not None else "no shop"
+
+
+@pytest.mark.parametrize("read", [shop_tier, optional_tier, any_tier])
+def test_a_union_or_any_deps_type_takes_deps_of_any_of_its_types(read: Tool) -> None:
+    reply = calls(("c1", read.name, "{}"))
+    result = Agent(ScriptedModel([reply, "ok"]), tools=[read]).run_sync("go", deps=SHOP)
+    assert result.messages[2] == ToolResult("c1", read.name, "gold")
+
+
+@pytest.mark.parametrize("read", [shop_tier, optional_tier])
+def test_deps_fitting_no_type_of_a_union_is_a_config_error_naming_the_union(read: Tool) -> None:
+    model = ScriptedModel(["never"])
+    with pytest.raises(ConfigError) as error:
+        Agent(model, tools=[read]).run_sync("go", deps=3)
+    assert str(error.value) == (
+        f"tool {read.name!r}: its ctx is RunContext[Shop | None] but deps is a int: pass deps "
+        "of type Shop | None, or change the annotation"
+    )
+    assert model.requests == []
+
+
+def test_deps_of_the_wrong_type_leave_nothing_running_in_the_log(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.db")
+    agent = Agent(ScriptedModel(["done"]), tools=[order_status], store=store)
+    with pytest.raises(ConfigError, match="pass deps=Shop"):
+        agent.run_sync("go", run_id="t1", deps={"tier": "gold"})
+    assert store.find("t1") is None  # nothing was logged, so nothing is left running
+    assert agent.run_sync("go", run_id="t1", deps=SHOP).output == "done"
+    assert store.run("t1").status == "answered"
 
 
 async def test_callable_instructions_make_each_runs_system_prompt_once() -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -41,6 +43,7 @@ from steadyloop.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from steadyloop.media import Image
 from steadyloop.messages import Message
 from steadyloop.output import EMPTY_REPLY_TEXT
 from steadyloop.retry import Backoff
@@ -477,12 +480,74 @@ async def test_parallel_calls_repeated_each_turn_are_each_counted() -> None:
         {"max_turns": None},
         {"max_turns": 2.5},
         {"max_turns": True},
-        {"max_same_results": 0},
     ],
 )
 def test_limits_must_be_positive_ints(limits: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="positive int"):
         Limits(**limits)
+
+
+@pytest.mark.parametrize("same", [0, 1, True, 2.5])
+def test_max_same_results_counts_the_first_result_so_it_is_at_least_two(same: Any) -> None:
+    with pytest.raises(ConfigError, match=r"at least 2 or None.*the first result always reaches"):
+        Limits(max_same_results=same)
+
+
+async def test_the_first_result_of_a_call_reaches_the_model_at_the_smallest_limit() -> None:
+    model = ScriptedModel(
+        [AssistantMessage(tool_calls=(ToolCall("a", "get_weather", '{"city": "x"}'),))] * 3
+    )
+    with pytest.raises(RepeatLimitExceeded) as stopped:
+        await agent(model, get_weather, limits=Limits(max_same_results=2)).run("weather?")
+    results = [m for m in stopped.value.result.messages if isinstance(m, ToolResult)]
+    assert [r.content.startswith("you already have") for r in results] == [False, True, True]
+
+
+def _run(tmp: Path, prompt: Any = "x", **options: Any) -> Any:
+    agent: Any = Agent(ScriptedModel(["ok"]), store=tmp / "runs.db")
+    return agent.run_sync(prompt, **options)
+
+
+def _untyped(made: Any) -> Any:
+    """`made` without its type, to call it with what the annotations forbid."""
+    return made
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        pytest.param(lambda tmp: _run(tmp, run_id=123), "run_id must be a str, got int", id="id"),
+        pytest.param(lambda tmp: _run(tmp, None), "the prompt must be a str", id="None"),
+        pytest.param(lambda tmp: _run(tmp, b"hi"), "got bytes: pass the text", id="bytes"),
+        pytest.param(
+            lambda tmp: _untyped(Image).from_bytes("str"),
+            "Image.from_bytes needs the image's bytes, got str",
+            id="image from text",
+        ),
+        pytest.param(
+            lambda tmp: _untyped(ScriptedModel)([{"text": "hi"}]),
+            "ScriptedModel reply 0 is a dict",
+            id="scripted dict",
+        ),
+        pytest.param(
+            lambda tmp: _untyped(Agent)("test", instructions=lambda: "hi"),
+            "define them as fn(ctx: RunContext) -> str",
+            id="instructions without ctx",
+        ),
+        pytest.param(
+            lambda tmp: _untyped(Agent)("test", instructions=42),
+            "instructions must be a str or fn",
+            id="instructions number",
+        ),
+        pytest.param(lambda tmp: _run(tmp, if_exists="bogus"), "if_exists must be", id="if_exists"),
+    ],
+)
+def test_bad_api_input_is_a_config_error_saying_what_to_pass(
+    tmp_path: Path, call: Callable[[Path], Any], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(says)) as error:
+        call(tmp_path)
+    assert "\n" not in str(error.value)
 
 
 def test_limits_defaults() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import typing
 from collections.abc import Sequence
 from typing import Any, Literal, assert_type
 
@@ -230,6 +231,65 @@ async def test_an_async_output_check_is_awaited() -> None:
         "go"
     )
     assert result.output == 40
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync check", "async check"])
+async def test_output_check_without_output_checks_the_text_answer(is_async: bool) -> None:
+    seen: list[str] = []
+
+    def no_internal_urls(text: str) -> str:
+        seen.append(text)
+        if "intranet." in text:
+            raise ToolError("do not share internal URLs")
+        return text.replace("example.com", "EXAMPLE.COM")
+
+    async def checked_async(text: str) -> str:
+        return no_internal_urls(text)
+
+    model = ScriptedModel(["See http://intranet.example/refunds", "Use example.com/refunds."])
+    check = checked_async if is_async else no_internal_urls
+    result = await Agent(model, output_check=check).run("How do I get a refund?")
+    assert seen == ["See http://intranet.example/refunds", "Use example.com/refunds."]
+    assert result.output == "Use EXAMPLE.COM/refunds."
+    assert result.text == "Use example.com/refunds."
+    refusal = result.messages[2]
+    assert isinstance(refusal, UserMessage)
+    assert refusal.text == "Your answer was not accepted: do not share internal URLs"
+    assert model.requests[1].messages[-1] == refusal  # the model read why
+
+
+async def test_a_text_answer_refused_until_the_limit_has_no_output() -> None:
+    def never(text: str) -> str:
+        raise ToolError("no")
+
+    model = ScriptedModel(["one", "two"])
+    with pytest.raises(TurnLimitExceeded) as stopped:
+        await Agent(model, output_check=never, limits=Limits(max_turns=2)).run("go")
+    assert stopped.value.result.output is None
+    assert stopped.value.result.text == "two"
+
+
+class Line(typing.TypedDict):
+    sku: str
+
+
+class Order(typing.TypedDict, total=False):
+    order_id: typing.Required[str]
+    lines: list[Line]
+    note: str
+
+
+def test_a_typing_typeddict_is_an_answer_type_on_every_supported_python() -> None:
+    model = ScriptedModel([answer({"order_id": "A1", "lines": [{"sku": "k"}]})])
+    result = Agent(model, output=Order).run_sync("go")
+    assert result.output == {"order_id": "A1", "lines": [{"sku": "k"}]}
+    bad = ScriptedModel([answer({"lines": [{"sku": 3}]}), answer({"order_id": "A2"})])
+    again = Agent(bad, output=Order).run_sync("go")
+    assert again.output == {"order_id": "A2"}
+    refused = again.messages[2]
+    assert isinstance(refused, ToolResult)
+    assert "order_id: required" in refused.content
+    assert "lines.0.sku" in refused.content
 
 
 async def test_bad_answers_are_bounded_by_the_repeat_guard() -> None:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
+import json
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
-from steadyloop import Agent, AssistantMessage, ToolCall, ToolResult, tool
-from steadyloop.errors import ConfigError
+from steadyloop import Agent, Approve, AssistantMessage, ToolCall, ToolResult, Usage, tool
+from steadyloop.agent import IfExists
+from steadyloop.errors import ConfigError, ModelError
 from steadyloop.store import RunStore
-from steadyloop.testing import FunctionModel, ScriptedModel
+from steadyloop.testing import FunctionModel, ScriptedModel, TestModel
 from steadyloop.transcript import calls_answered
 
 
@@ -141,3 +145,93 @@ def test_resume_of_a_killed_run_settles_unfinished_calls(tmp_path: Path) -> None
     assert contents[2].startswith("interrupted: the run stopped while this call was running")
     assert calls_answered(result.messages)
     assert result.usage.requests == 2
+
+
+class Refund(BaseModel):
+    order_id: str
+    amount: float
+    when: datetime.date
+
+
+@pytest.mark.parametrize("if_exists", ["return", "resume"])
+@pytest.mark.parametrize("on", ["agent", "run"])
+def test_a_finished_typed_run_returns_its_answer_as_the_type_from_the_log(
+    tmp_path: Path, if_exists: IfExists, on: str
+) -> None:
+    """The answer type given to the agent, or to the run, validates the logged JSON again."""
+    agent = Agent(TestModel(), output=Refund if on == "agent" else None, store=tmp_path / "l.db")
+    per_run = Refund if on == "run" else None
+    first = agent.run_sync("Refund A1", run_id="r1", output=per_run)
+    again = agent.run_sync("Refund A1", run_id="r1", if_exists=if_exists, output=per_run)
+    agent.close_store()
+    assert isinstance(first.output, Refund)
+    assert isinstance(again.output, Refund)
+    assert again.output == first.output
+    assert again.usage == first.usage
+
+
+def test_a_logged_answer_that_does_not_fit_the_type_asked_for_is_refused(tmp_path: Path) -> None:
+    agent = Agent(TestModel(), output=Refund, store=tmp_path / "l.db")
+    agent.run_sync("Refund A1", run_id="r1")
+    with pytest.raises(ConfigError, match="logged answer of run r1 is not a valid int"):
+        agent.run_sync("Refund A1", run_id="r1", if_exists="return", output=int)
+    agent.close_store()
+
+
+@tool(approve=True)
+def wire_money(amount: int) -> str:
+    """Wires money."""
+    return f"wired {amount} EUR"
+
+
+def test_resuming_a_paused_run_from_the_log_keeps_unknown_token_counts_unknown(
+    tmp_path: Path,
+) -> None:
+    """TestModel reports no token counts: both model calls stay unreported after a resume from
+    the log, as after a resume of the result in hand."""
+    agent = Agent(TestModel(), tools=[wire_money], store=tmp_path / "l.db")
+    paused = agent.run_sync("Pay 1 EUR", run_id="p1")
+    assert paused.stop_reason == "approval"
+    decisions = {paused.pending[0]: Approve()}
+    from_log = asyncio.run(agent.resume("p1", decisions=decisions))
+    in_hand = asyncio.run(
+        Agent(TestModel(), tools=[wire_money]).resume(paused, decisions=decisions)
+    )
+    agent.close_store()
+    assert from_log.usage.unreported == 2
+    assert from_log.usage.total_tokens is None
+    assert from_log.usage == in_hand.usage
+
+
+def lookup_call(call_id: str, order_id: str) -> ToolCall:
+    return ToolCall(call_id, "lookup", json.dumps({"order_id": order_id}))
+
+
+def test_resuming_a_failed_run_keeps_the_cached_and_unreported_tokens_of_its_replies(
+    tmp_path: Path,
+) -> None:
+    @tool
+    def lookup(order_id: str) -> str:
+        """The order's status."""
+        return "shipped"
+
+    counted = Usage(
+        input_tokens=1_000, output_tokens=20, cache_read_tokens=800, cache_write_tokens=100
+    )
+    first = ScriptedModel(
+        [
+            AssistantMessage(tool_calls=(lookup_call("c1", "A1"),), usage=counted),
+            AssistantMessage(tool_calls=(lookup_call("c2", "A2"),)),
+            ModelError("the API key was revoked"),
+        ]
+    )
+    store = RunStore(tmp_path / "l.db")
+    with pytest.raises(ModelError):
+        Agent(first, tools=[lookup], store=store).run_sync("Where are A1 and A2?", run_id="f1")
+    result = asyncio.run(Agent(ScriptedModel(["Both shipped."]), store=store).resume("f1"))
+    assert result.usage.requests == 3
+    assert result.usage.tool_calls == 2
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (1_000, 20)
+    assert (result.usage.cache_read_tokens, result.usage.cache_write_tokens) == (800, 100)
+    assert result.usage.unreported == 2  # the second reply and the answer came without counts
+    assert store.run("f1").usage == result.usage

@@ -10,14 +10,21 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from steadyloop.approvals import Approver, Decisions
 from steadyloop.compaction import Compaction
-from steadyloop.context import Instructions
+from steadyloop.context import Instructions, check_deps, check_instructions
 from steadyloop.dispatch import Dispatcher, ToolThreads
 from steadyloop.effects import Effects, nest
 from steadyloop.errors import ConfigError, LimitExceeded
 from steadyloop.events import Event
 from steadyloop.limits import Limits, TokenEstimator, estimate_tokens
 from steadyloop.loop import Run
-from steadyloop.messages import Message, Prompt, user_message
+from steadyloop.messages import (
+    AssistantMessage,
+    Message,
+    Prompt,
+    Usage,
+    UserMessage,
+    user_message,
+)
 from steadyloop.models import Model, resolve_model
 from steadyloop.output import AnswerTools, OutputCheck
 from steadyloop.result import OutputT, RunResult
@@ -74,9 +81,10 @@ class Agent(Generic[OutputT]):
             pydantic validates (a model, dataclass, TypedDict, `list[...]`, `int`, ...): the
             model answers by calling a `final_answer` tool, and `result.output` is the
             validated value. A run may pass its own `output=`.
-        output_check: `fn(value) -> value` (sync or async) run on each typed answer; it may
-            raise `ToolError("...")` to send the model back to work. What it returns is the
-            output.
+        output_check: `fn(value) -> value` (sync or async) run on each answer: the validated
+            value of a typed answer, or the text of a text answer. It may raise
+            `ToolError("...")` to send the model back to work with that message. What it
+            returns is the output.
         approver: `fn(call: PendingCall, ctx: RunContext) -> Approve() | Deny(reason) |
             Edit(arguments) | Defer()` (sync or async) decides each call of a gated tool
             (`@tool(approve=...)`); without one every such call is deferred: the run pauses
@@ -114,6 +122,7 @@ class Agent(Generic[OutputT]):
             raise ConfigError(f"model_retries must be >= 0, got {model_retries}")
         if durability not in ("turn", "batch"):
             raise ConfigError(f'durability must be "turn" or "batch", got {durability!r}')
+        check_instructions(instructions)
         self.model = resolve_model(model)
         self.instructions = instructions
         self.limits = limits if limits is not None else Limits()
@@ -137,6 +146,7 @@ class Agent(Generic[OutputT]):
             as_tool(t) for t in tools if not isinstance(t, Toolset)
         )
         check_unique_names(self.tools)
+        self.output_check = output_check
         self._answers = AnswerTools(output, output_check, [t.name for t in self.tools])
         self._tool_threads = ToolThreads()
         self._dispatcher: Dispatcher | None = (
@@ -197,11 +207,18 @@ class Agent(Generic[OutputT]):
         a finished run's logged result is returned without calling the model) or "return"
         (the finished run's logged result; a `ConfigError` for one that did not finish).
         """
+        message = user_message(prompt)  # a prompt that is no prompt fails here, first
+        if if_exists not in ("error", "resume", "return"):
+            raise ConfigError(f'if_exists must be "error", "resume" or "return", got {if_exists!r}')
+        if run_id is not None and not isinstance(run_id, str):
+            raise ConfigError(
+                f"run_id must be a str, got {type(run_id).__name__}: pass run_id=str(...)"
+            )
         if run_id is not None:
             existing = await self._existing_run(run_id, if_exists, output, deps)
             if existing is not None:
                 return await existing(on_event)
-        return await self._start(prompt, history, on_event, output, deps, run_id)
+        return await self._start(message, history, on_event, output, deps, run_id)
 
     async def _existing_run(
         self, run_id: str, if_exists: IfExists, output: Any, deps: Any
@@ -212,13 +229,20 @@ class Agent(Generic[OutputT]):
         store = self._require_store("run(run_id=...)")
         if if_exists == "error":
             return None  # start_run refuses an id already in the log
-        from steadyloop.resume import logged_result
+        from steadyloop.resume import PAUSED, logged_result
 
         info = await asyncio.to_thread(store.find, run_id)
         if info is None:
             return None
+        if info.stop_reason == "approval" and info.status in PAUSED:
+            raise ConfigError(
+                f"run {run_id} is paused until its waiting calls are decided: continue it with "
+                f"agent.resume({run_id!r}, decisions={{call_id: Approve() | Deny(reason) | "
+                "Edit(arguments)}), not run()"
+            )
         if info.finished:
-            result = await asyncio.to_thread(logged_result, store, info)
+            answer_type = self._answers.default if output is None else output
+            result = await asyncio.to_thread(logged_result, store, info, answer_type)
             return lambda _: _returned(result)
         if if_exists == "return":
             raise ConfigError(
@@ -264,22 +288,42 @@ class Agent(Generic[OutputT]):
         `output` are given again, as to `run` (they are not logged).
         """
         from steadyloop.resume import paused_point, resume_point
+        from steadyloop.store.ids import find_run
 
         if isinstance(run, RunResult) and (run.run_id is None or self.store is None):
+            await self._require_tools({c.call_id: c.name for c in run.pending}, run.run_id)
             point = paused_point(run, decisions)
             return await _traced(await self._resumed(point, None, on_event, output, deps), None)
         store = self._require_store("resume")
         name = run if isinstance(run, str) else str(run.run_id)
-        run_id = await asyncio.to_thread(lambda: store.run(name).id)
+        run_id = await asyncio.to_thread(lambda: find_run(store, name).id)
         await _store_io(store, store.claim, run_id)
         try:
             point = await asyncio.to_thread(resume_point, store, run_id, decisions)
+            await self._require_tools(_waiting_tools(point), run_id)
             resumed = await self._resumed(point, store, on_event, output, deps)
-            store.mark(run_id, "running")
+            # Marking waits for the write (which may wait on another connection): off the loop.
+            await asyncio.to_thread(store.mark, run_id, "running")
         except BaseException:
-            store.release(run_id)
+            await _store_io(store, store.release, run_id)
             raise
         return await _traced(resumed, store)
+
+    async def _require_tools(self, waiting: Mapping[str, str], run_id: str | None) -> None:
+        """`ConfigError`, before anything is decided, run or logged, when a call waiting for a
+        decision (`waiting`: tool name by call id) names a tool this agent lacks: the call
+        would be answered "unknown tool" and its decision lost, so the run stays paused."""
+        if not waiting:
+            return
+        have = {tool.name for tool in (await self._dispatcher_for_run()).tools}
+        missing = sorted({name for name in waiting.values() if name not in have})
+        if missing:
+            calls = ", ".join(f"{c} ({name})" for c, name in waiting.items() if name in missing)
+            raise ConfigError(
+                f"run {run_id or '(not logged)'} waits for a decision on {calls}, but this agent "
+                f"has no tool {', '.join(missing)}; nothing was run and the run stays paused: "
+                "resume it with the agent that has the tool"
+            )
 
     async def _resumed(
         self,
@@ -294,29 +338,34 @@ class Agent(Generic[OutputT]):
         tracing = self._tracing()
         notify, commit = on_event, None
         if store is not None and point.run_id is not None:
-            notify = _fan_out(self._recorder(store, point.run_id), on_event)
+            # The recorder reads where the logged run stands: off the loop, like every read.
+            record = await asyncio.to_thread(self._recorder, store, point.run_id)
+            notify = _fan_out(record, on_event)
             commit = self._committer(store, point.run_id)
+        dispatcher = await self._dispatcher_for_run(tracing, answer)
+        check_deps(dispatcher.tools, deps)
         return Run(
-            self, await self._dispatcher_for_run(tracing, answer), point.prompt, point.messages,
-            notify,
+            self, dispatcher, point.prompt, point.messages, notify,
             streaming=on_event is not None, run_id=point.run_id, commit=commit,
             turns_used=point.turns_used, usage=point.usage, recovered=point.recovered,
-            tracing=tracing, answer=answer, deps=deps, decisions=point.decisions,
+            tracing=tracing, answer=answer, deps=deps,
+            decisions=point.decisions_for(dispatcher.tools),
         )  # fmt: skip
 
     async def _start(
         self,
-        prompt: Prompt,
+        prompt: Prompt | UserMessage,
         history: Sequence[Message],
         stream_to: OnEvent | None,
         output: Any,
         deps: Any,
         run_id: str | None = None,
     ) -> RunResult[Any]:
-        message = user_message(prompt)
+        message = prompt if isinstance(prompt, UserMessage) else user_message(prompt)
         answer = self._answers.for_run(output)
         tracing = self._tracing()
         dispatcher = await self._dispatcher_for_run(tracing, answer)
+        check_deps(dispatcher.tools, deps)  # before the run is logged, so nothing is left behind
         store = self.store
         notify, commit = stream_to, None
         if store is not None:
@@ -528,10 +577,11 @@ async def _logged(run: Run, store: RunLog | None) -> RunResult[Any]:
     if store is None or run.run_id is None:
         return await run.execute()
     run_id = run.run_id
+    ending: tuple[str, str | None] | None = None
     try:
         result = await run.execute()
         if result.stop_reason == "approval":
-            store.mark(run_id, "paused", usage=run.usage)
+            await asyncio.to_thread(store.mark, run_id, "paused", None, run.usage)
         # Off the loop's thread, so other runs on this loop go on while this one's log commits;
         # before the claim is released, so whoever takes the run over finds all of it.
         await store.commit(run_id)
@@ -539,14 +589,40 @@ async def _logged(run: Run, store: RunLog | None) -> RunResult[Any]:
         await asyncio.to_thread(store.flush)
         raise
     except (asyncio.CancelledError, KeyboardInterrupt):
-        store.mark(run_id, "interrupted", usage=run.usage)
+        ending = ("interrupted", None)
         raise
     except BaseException as exc:
-        store.mark(run_id, "error", f"{type(exc).__name__}: {exc}", usage=run.usage)
+        ending = ("error", f"{type(exc).__name__}: {exc}")
         raise
     finally:
-        store.release(run_id)
+        await _ended(store, run_id, ending, run.usage)
     return result
+
+
+async def _ended(
+    store: RunLog, run_id: str, ending: tuple[str, str | None] | None, usage: Usage
+) -> None:
+    """Marks how the run ended (`ending`: status and error, None when nothing is to be marked)
+    and then releases its claim. Marking waits for the write, which may wait on another
+    connection's lock: that happens off the event loop, with the release after it in the same
+    thread, so no other run on the loop waits and nobody takes the run over before its end is
+    logged."""
+
+    def end() -> None:
+        try:
+            if ending is not None:
+                store.mark(run_id, ending[0], ending[1], usage)
+        finally:
+            store.release(run_id)
+
+    await (asyncio.to_thread(end) if ending is not None or store.blocking_io else _now(end))
+
+
+def _waiting_tools(point: ResumePoint) -> dict[str, str]:
+    """The tool each call waiting for a decision at `point` names, by call id."""
+    last = next((m for m in reversed(point.messages) if isinstance(m, AssistantMessage)), None)
+    calls = last.tool_calls if last is not None else ()
+    return {call.id: call.name for call in calls if call.id in point.decisions}
 
 
 async def _store_io(store: RunLog, call: Callable[..., T], *args: Any) -> T:

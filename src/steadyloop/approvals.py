@@ -7,6 +7,8 @@ runs it with other arguments (validated again; the result says so), and `Defer()
 waiting. The decision comes from `Agent(approver=fn)`, or from `Agent.resume(...,
 decisions=...)` for a run that paused (`stop_reason="approval"`, `result.pending`). The hook
 (`Approvals`, an `Effects`) is added to a run only when a tool is gated or decisions are given.
+With a run log, a decision to run a call is committed before the call starts, so a process
+killed after the call's effect never has it waiting for (and run on) a second approval.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "Approvals",
     "Approve",
     "Approver",
+    "AwaitingApproval",
     "Decision",
     "Decisions",
     "Defer",
@@ -42,6 +45,7 @@ __all__ = [
     "PendingCall",
     "check_decisions",
     "denied_result",
+    "logged_decision",
 ]
 
 DENIED_TEXT = "denied by the reviewer"
@@ -76,19 +80,28 @@ Decision: TypeAlias = Approve | Deny | Edit | Defer
 
 
 @dataclass(frozen=True, slots=True)
-class PendingCall:
-    """A gated call waiting for a decision: `arguments` is the JSON object the model sent.
+class AwaitingApproval(ToolCallFinished):
+    """The answer a deferred call holds while its run pauses: the call did not run and nothing
+    failed (its error text is what the model reads only if the run stops instead)."""
 
-    Hashable, so it can key `decisions`; as a key it binds the decision to these exact
-    arguments, not just the id.
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A gated call waiting for a decision: `arguments` is the JSON object the model sent,
+    `run_id` the run it belongs to (None for a run without a log).
+
+    Hashable, so it can key `decisions`; as a key it binds the decision to this run and these
+    exact arguments, not just the call id (providers that send no ids get `call_0`, `call_1`...
+    in every run).
     """
 
     call_id: str
     name: str
     arguments: Mapping[str, Any]
+    run_id: str | None = None
 
     def __hash__(self) -> int:
-        return hash((self.call_id, self.name, canonical_arguments(self.arguments)))
+        return hash((self.call_id, self.name, canonical_arguments(self.arguments), self.run_id))
 
 
 Approver = Callable[[PendingCall, "RunContext[Any]"], Decision | Awaitable[Decision]]
@@ -115,6 +128,10 @@ class Approvals(Effects):
     `decided` holds decisions already made (by call id) for calls this run will answer;
     others are asked of `approver`, one question at a time (a sync approver runs in a thread,
     so a person taking their time holds up nothing else). Deferred calls collect in `pending`.
+    `commit` (the run log's write-ahead point, when the run has one) makes a decision to run a
+    call durable before the call starts: a process killed after the call's effect then finds
+    the call approved and unfinished (answered "interrupted", or run again if idempotent),
+    never waiting for a second approval that would run it twice.
     """
 
     def __init__(
@@ -123,11 +140,13 @@ class Approvals(Effects):
         decided: Mapping[str, Decision],
         context: Callable[[ToolInvocation], RunContext[Any]],
         notify: Callable[[Event], None] | None,
+        commit: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._approver = approver
         self._decided = dict(decided)
         self._context = context
         self._notify = notify
+        self._commit = commit
         self._asking = asyncio.Lock()
         self.pending: list[PendingCall] = []
 
@@ -144,8 +163,11 @@ class Approvals(Effects):
         if decision is None:
             if not tool.needs_approval(arguments):
                 return await proceed()
-            decision = await self._ask(PendingCall(model_call.id, tool.name, arguments), call)
+            pending = PendingCall(model_call.id, tool.name, arguments, call.run_id)
+            decision = await self._ask(pending, call)
         self._emit(_decided(model_call, decision, arguments))
+        if isinstance(decision, Approve | Edit) and self._commit is not None:
+            await self._commit()  # the decision is in the log before the call can take effect
         if isinstance(decision, Approve):
             return await proceed()
         if isinstance(decision, Edit):
@@ -154,8 +176,9 @@ class Approvals(Effects):
             finished = _finished(model_call, denied_result(model_call, decision.reason))
             self._emit(finished)  # logged as the call's answer, like a call that ran
             return finished
-        self.pending.append(PendingCall(model_call.id, tool.name, arguments))
-        return _finished(model_call, ToolResult(model_call.id, model_call.name, WAITING_TEXT, True))
+        self.pending.append(PendingCall(model_call.id, tool.name, arguments, call.run_id))
+        waiting = ToolResult(model_call.id, model_call.name, WAITING_TEXT, is_error=True)
+        return AwaitingApproval(model_call, waiting, waiting.content, 0.0, 0)
 
     async def _ask(self, pending: PendingCall, call: ToolInvocation) -> Decision:
         approver = self._approver
@@ -187,9 +210,23 @@ def denied_result(call: ToolCall, reason: str) -> ToolResult:
     return ToolResult(call.id, call.name, text, is_error=True)
 
 
+def logged_decision(data: Mapping[str, Any]) -> Decision:
+    """A `decision` event's data read back as the decision it logged."""
+    kind = data["decision"]
+    if kind == "approved":
+        return Approve()
+    if kind == "edited":
+        return Edit(data["edited"])
+    if kind == "denied":
+        return Deny(data.get("reason", ""))
+    return Defer()
+
+
 def check_decisions(pending: Sequence[PendingCall], decisions: Decisions) -> dict[str, Decision]:
     """The decisions by call id; `ConfigError` (nothing runs) for a decision that names no
-    waiting call, was made for other arguments, is not one to run on, or is missing."""
+    waiting call, was made for another run's call or for other arguments, is not one to run
+    on, or is missing. A `PendingCall` key made by hand (no `run_id`) binds only to the call id
+    and arguments."""
     waiting = {call.call_id: call for call in pending}
     names = ", ".join(waiting) or "none"
     out: dict[str, Decision] = {}
@@ -201,7 +238,12 @@ def check_decisions(pending: Sequence[PendingCall], decisions: Decisions) -> dic
                 f"no call {call_id!r} is waiting for a decision in this run (waiting: {names}): "
                 "decide the calls in result.pending"
             )
-        if isinstance(key, PendingCall) and key != call:
+        if isinstance(key, PendingCall) and key.run_id not in (None, call.run_id):
+            raise ConfigError(
+                f"the decision for call {call_id!r} was made for a call of run {key.run_id}, "
+                f"not of run {call.run_id}: decide the calls in this run's result.pending"
+            )
+        if isinstance(key, PendingCall) and not _same_call(key, call):
             raise ConfigError(
                 f"the decision for call {call_id!r} was made for {key.name}"
                 f"({json.dumps(dict(key.arguments))}), but the call waiting is {call.name}"
@@ -221,6 +263,11 @@ def check_decisions(pending: Sequence[PendingCall], decisions: Decisions) -> dic
             "decisions={call_id: Approve() | Deny(reason) | Edit(arguments)}"
         )
     return out
+
+
+def _same_call(key: PendingCall, call: PendingCall) -> bool:
+    """The same tool with the same arguments (whichever run the key names)."""
+    return key.name == call.name and dict(key.arguments) == dict(call.arguments)
 
 
 def _decided(call: ToolCall, decision: Decision, arguments: Mapping[str, Any]) -> CallDecided:

@@ -10,6 +10,7 @@ take no context has no such hook and pays nothing.
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
@@ -29,6 +30,7 @@ __all__ = [
     "RunContext",
     "ToolContext",
     "check_deps",
+    "check_instructions",
     "context_type",
     "current_context",
     "make_instructions",
@@ -96,24 +98,63 @@ def context_type(annotation: Any) -> tuple[bool, Any]:
 
 def check_deps(tools: Sequence[Tool], deps: Any) -> None:
     """`ConfigError` when a tool's `RunContext[X]` cannot take `deps` (checked where an
-    `isinstance` can tell: plain classes, not protocols or type variables)."""
+    `isinstance` can tell: plain classes and unions of them, such as `Shop | None`; not
+    `Any`, protocols or type variables)."""
     if deps is None:
         return
     for tool in tools:
         for param, expected in tool.context_types.items():
-            cls = typing.get_origin(expected) or expected
-            if not isinstance(cls, type) or cls is Any:
-                continue
-            try:
-                fits = isinstance(deps, cls)
-            except TypeError:  # a protocol that is not runtime-checkable
-                continue
-            if not fits:
+            if _fits(deps, expected) is False:
+                name = _type_name(expected)
+                hint = f"deps={name}(...)" if isinstance(expected, type) else f"deps of type {name}"
                 raise ConfigError(
-                    f"tool {tool.name!r}: its {param} is RunContext[{cls.__name__}] but deps is "
-                    f"a {type(deps).__name__}: pass deps={cls.__name__}(...), or change the "
-                    "annotation"
+                    f"tool {tool.name!r}: its {param} is RunContext[{name}] but deps is a "
+                    f"{type(deps).__name__}: pass {hint}, or change the annotation"
                 )
+
+
+def _fits(deps: Any, expected: Any) -> bool | None:
+    """Whether `deps` is an `expected`; None when that cannot be told."""
+    if typing.get_origin(expected) in (typing.Union, types.UnionType):
+        fits = [_fits(deps, option) for option in typing.get_args(expected)]
+        if True in fits:
+            return True
+        return None if None in fits else False
+    cls = typing.get_origin(expected) or expected
+    if not isinstance(cls, type):
+        return None
+    try:
+        return isinstance(deps, cls)
+    except TypeError:  # a protocol that is not runtime-checkable
+        return None
+
+
+def _type_name(expected: Any) -> str:
+    """`Shop`, `Shop | None`, `list[str]`: the annotation as written."""
+    if typing.get_origin(expected) in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(option) for option in typing.get_args(expected))
+    if expected is type(None):
+        return "None"
+    return expected.__name__ if isinstance(expected, type) else repr(expected)
+
+
+def check_instructions(source: Any) -> None:
+    """`ConfigError` unless `source` is text, or a function taking the run's context."""
+    if source is None or isinstance(source, str):
+        return
+    if not callable(source):
+        raise ConfigError(
+            f"instructions must be a str or fn(ctx: RunContext) -> str, got {type(source).__name__}"
+        )
+    try:
+        inspect.signature(source).bind(None)
+    except TypeError:
+        raise ConfigError(
+            "callable instructions are called with the run's context, one argument: define "
+            "them as fn(ctx: RunContext) -> str (lambda ctx: ...)"
+        ) from None
+    except ValueError:  # no signature to read (some builtins): it is called as it is
+        return
 
 
 async def make_instructions(source: Instructions | None, context: RunContext[Any]) -> str | None:

@@ -115,6 +115,11 @@ class LimitExceeded(SteadyloopError):
         super().__init__(message)
         self.result = result
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles with its result: DBOS and Ray store the errors a run raised by pickling them,
+        and the default (the message alone) cannot be built again."""
+        return (type(self), (str(self), self.result), self.__dict__)
+
 
 class TurnLimitExceeded(LimitExceeded):
     """Raised before a model call when the run already made `Limits.max_turns` of them."""

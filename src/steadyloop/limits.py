@@ -37,9 +37,9 @@ class Limits:
     `max_repeats`: the same call (name and arguments) failing with the same error this many
     turns in a row stops the run.
     `max_same_results`: the same call returning the same successful result this many turns in
-    a row is answered with an error telling the model it already has that result; one more
-    stops the run. None switches this off, for tools the model is meant to poll until their
-    result changes.
+    a row (the first included, so at least 2) is answered with an error telling the model it
+    already has that result; one more stops the run. None switches this off, for tools the
+    model is meant to poll until their result changes.
     `max_cost_usd`: the one optional limit (None: none). No model call starts once the run has
     cost this much (US dollars, from `Usage.cost_usd`); a run whose model has no known price
     cannot keep to it, so such a run does not start.
@@ -60,9 +60,11 @@ class Limits:
                     "finite limit"
                 )
         same = self.max_same_results
-        if same is not None and (isinstance(same, bool) or not isinstance(same, int) or same < 1):
+        if same is not None and (isinstance(same, bool) or not isinstance(same, int) or same < 2):
             raise ConfigError(
-                f"Limits.max_same_results must be a positive int or None, got {same!r}"
+                f"Limits.max_same_results must be an int of at least 2 or None, got {same!r}: it "
+                "counts the turns in a row that returned the same result, the first included, "
+                "and the first result always reaches the model"
             )
         cost = self.max_cost_usd
         if cost is not None and (

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from steadyloop.approvals import Approvals, Decision, Pause
-from steadyloop.context import RunContext, ToolContext, check_deps, make_instructions
+from steadyloop.context import RunContext, ToolContext, make_instructions
 from steadyloop.cost import has_price, priced
 from steadyloop.effects import Effects, ModelCall, ToolInvocation
 from steadyloop.errors import (
@@ -39,7 +39,7 @@ from steadyloop.events import (
 from steadyloop.limits import estimate_fixed_tokens
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
 from steadyloop.models.base import ModelRequest
-from steadyloop.output import nudge_after
+from steadyloop.output import check_text, nudge_after
 from steadyloop.repeats import RepeatGuard
 from steadyloop.result import RunResult
 from steadyloop.retry import retry_model_call
@@ -57,6 +57,7 @@ CUT_OFF_TEXT = (
     "your call to {name} was cut off by the output token limit before its arguments were "
     "complete, so it was not run; send it again with shorter arguments"
 )
+_UNCHECKED: Any = object()  # a text run without `output_check`: its output is the last text
 UNANSWERED_TEXT = "not run: the conversation went on before this call was answered"
 INTERRUPTED_TEXT = (
     "interrupted: the run stopped while this call was running, so its outcome is unknown; it was "
@@ -96,14 +97,15 @@ class Run:
         made for the calls a paused run waits on (they are run, or denied)."""
         self.agent = agent
         self.deps = deps
-        check_deps(dispatcher.tools, deps)
         self.decisions = decisions or {}
         self.approvals: Approvals | None = None
         hooks: list[Effects] = []
         if any(tool.context_types for tool in dispatcher.tools):
             hooks.append(ToolContext(self._tool_context))
         if self.decisions or any(tool.approve for tool in dispatcher.tools):
-            self.approvals = Approvals(agent.approver, self.decisions, self._tool_context, notify)
+            self.approvals = Approvals(
+                agent.approver, self.decisions, self._tool_context, notify, commit
+            )
             hooks.append(self.approvals)
         if hooks:
             dispatcher = dispatcher.around(hooks)
@@ -126,6 +128,8 @@ class Run:
         self.fixed_tokens = estimate_fixed_tokens(self.instructions, self.specs)
         self.stop_reason = "end_turn"
         self.answer = answer
+        # A text answer's output once `output_check` accepted it; None until then.
+        self.checked: Any = _UNCHECKED if agent.output_check is None else None
         self.pause: Pause | None = None
 
     async def execute(self) -> RunResult[Any]:
@@ -142,6 +146,9 @@ class Run:
         )
         if await self._answer_unanswered_calls():
             return self._finish()
+        recovering = self.answer if self.recovered is not None else None
+        if recovering is not None and await recovering.recover(self.transcript.entries):
+            return self._finish()  # resumed after its answer was accepted: no model call
         if prompt is not None:
             self._append(prompt)
         if callable(self.agent.instructions):
@@ -153,7 +160,9 @@ class Run:
             self._append(reply)
             if not reply.tool_calls:
                 nudge = nudge_after(reply, self.answer)
-                if nudge is not None:  # not an answer: say what one looks like, ask again
+                if nudge is None:
+                    nudge = await self._check_text(reply)
+                if nudge is not None:  # not an answer (or refused): say why, ask again
                     self._append(nudge)
                     continue
                 if reply.stop_reason == "max_tokens":
@@ -168,8 +177,9 @@ class Run:
         entries = self.transcript.entries
         last = next((m for m in reversed(entries) if isinstance(m, AssistantMessage)), None)
         text = last.text if last is not None else ""
+        output = self.answer.value if self.answer is not None else self.checked
         return RunResult(
-            output=text if self.answer is None else self.answer.value,
+            output=text if output is _UNCHECKED else output,
             messages=entries,
             stop_reason=self.stop_reason,
             usage=self.usage,
@@ -187,6 +197,17 @@ class Run:
         self.instructions = text
         self.fixed_tokens = estimate_fixed_tokens(text, self.specs)
         self._emit(InstructionsMade(text or ""))
+
+    async def _check_text(self, reply: AssistantMessage) -> UserMessage | None:
+        """Runs the agent's `output_check` on a text answer; the refusal to append, if any."""
+        check = self.agent.output_check
+        if check is None or self.answer is not None:
+            return None
+        try:
+            self.checked, refusal = await check_text(check, reply.text)
+        except FatalToolError as exc:
+            self._raise_stop(exc)
+        return refusal
 
     async def _check_limits(self) -> None:
         limits = self.agent.limits
@@ -304,17 +325,18 @@ class Run:
         for result in checked.results:
             self._append(result)
         if batch.stop is not None:
-            if isinstance(batch.stop, FatalToolError):
-                batch.stop.result = self.result()
-            raise batch.stop
+            self._raise_stop(batch.stop)
         if checked.stop is not None:
             self._stop(RepeatLimitExceeded, checked.stop)
         return self.answer is not None and self.answer.accepted
 
     def _paused(self, batch: Batch, answers: Mapping[str, ToolResult] | None = None) -> bool:
-        """Holds a turn's results back while some of its calls wait for a decision: they enter
-        the transcript together, in call order, when the run resumes. `answers`: the turn's
-        results, when not just the batch's."""
+        """Pauses the run while some of the turn's calls wait for a decision. The turn's
+        answers, in call order, end the paused transcript: what ran, and each waiting call
+        answered as waiting, so a run continued from these messages knows what was done.
+        `resume` goes on from the reply instead: it answers the calls again, the ones that ran
+        with their held results and the decided ones as decided. `answers`: the turn's
+        results (in call order), when not just the batch's."""
         approvals = self.approvals
         if approvals is None or not approvals.pending or batch.stop is not None:
             return False
@@ -324,6 +346,8 @@ class Run:
         held = {call_id: r for call_id, r in answers.items() if call_id not in waiting}
         self.pause = Pause(tuple(approvals.pending), held, self.turns)
         self.stop_reason = "approval"
+        for result in answers.values():
+            self._append(result)
         return True
 
     async def _compact(self) -> bool:
@@ -405,7 +429,7 @@ class Run:
         for call in unanswered:
             self._append(answers[call.id])
         if batch.stop is not None:
-            raise batch.stop
+            self._raise_stop(batch.stop)
         return False
 
     async def _commit(self) -> None:
@@ -427,6 +451,14 @@ class Run:
         result = self.result()
         self._emit(RunFinished(result))
         return result
+
+    def _raise_stop(self, stop: BaseException) -> NoReturn:
+        """Raises what stopped a turn's calls; a `FatalToolError` carries the partial result,
+        whose `stop_reason` is "error"."""
+        if isinstance(stop, FatalToolError):
+            self.stop_reason = "error"
+            stop.result = self.result()
+        raise stop
 
     def _stop(
         self, error: type[LimitExceeded], message: str, cause: BaseException | None = None

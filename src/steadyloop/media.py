@@ -69,6 +69,11 @@ class Image:
     def from_bytes(cls, data: bytes, media_type: str | None = None) -> Image:
         """An image from its bytes; `media_type` (such as "image/png") is read from the bytes
         when not given."""
+        if not isinstance(data, bytes | bytearray):
+            raise ConfigError(
+                f"Image.from_bytes needs the image's bytes, got {type(data).__name__}: pass "
+                "bytes, or use Image.from_path(path) or Image.from_url(url)"
+            )
         kind = media_type or _sniff(data)
         if kind is None:
             raise ConfigError(

@@ -98,6 +98,18 @@ class Usage:
             "unreported": self.unreported,
         }
 
+    def as_json(self) -> dict[str, int | float | None]:
+        """The usage for JSON output (`run --json`, `show --json`, batch rows): `total_tokens`
+        is added, and it and the token counts are null when no reply reported its tokens
+        (unknown is not zero)."""
+        out = self.to_dict()
+        total = self.total_tokens
+        if total is None:
+            for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+                out[key] = None
+        out["total_tokens"] = total
+        return out
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
         """Reads `to_dict()`'s form; older logs have no `cost_usd` (unknown) nor
@@ -134,6 +146,14 @@ def user_message(prompt: Prompt) -> UserMessage:
     """The message for a prompt: a str, or a sequence of str, `Image` and `Document`."""
     if isinstance(prompt, str):
         return UserMessage(prompt)
+    if isinstance(prompt, bytes | bytearray | memoryview | Mapping) or not isinstance(
+        prompt, Sequence
+    ):
+        raise ConfigError(
+            f"the prompt must be a str or a list of str, Image and Document parts, got "
+            f"{type(prompt).__name__}: pass the text (bytes: decode them, or wrap an image's "
+            "bytes as Image.from_bytes(...))"
+        )
     parts = tuple(prompt)
     for part in parts:
         if not isinstance(part, str | Image | Document):

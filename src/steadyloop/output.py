@@ -7,20 +7,22 @@ spent; `max_turns` and the repeat guard bound it). One mechanism for every provi
 followed by a visible instruction to call `final_answer`; a `final_answer` call beside other
 calls is refused ("call it alone") while the others run.
 
-The same rule covers runs answered in text: an empty reply (no text, no calls) is no answer,
-so it is followed by a visible instruction too (`nudge_after`).
+The same rules cover runs answered in text: an empty reply (no text, no calls) is no answer,
+so it is followed by a visible instruction too (`nudge_after`), and an `output_check` runs on
+the text as it does on a typed answer (`check_text`): its refusal is sent back to the model.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from steadyloop.errors import ConfigError
-from steadyloop.messages import AssistantMessage, ToolCall, UserMessage
+from steadyloop.errors import ConfigError, ToolError
+from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from steadyloop.tools import ArgumentsError, BoundCall, Tool, ToolOutput, ToolSpec
 
 __all__ = [
@@ -29,11 +31,13 @@ __all__ = [
     "EMPTY_REPLY_TEXT",
     "FINAL_ANSWER",
     "NUDGE_TEXT",
+    "REFUSED_TEXT",
     "AnswerTools",
     "FinalAnswer",
     "OutputCheck",
     "OutputSpec",
     "as_json",
+    "check_text",
     "nudge_after",
     "output_spec",
 ]
@@ -48,6 +52,7 @@ NUDGE_TEXT = (
     "Your reply was not taken as the answer: answer by calling the final_answer tool (alone), "
     "with the answer as its arguments."
 )
+REFUSED_TEXT = "Your answer was not accepted: {reason}"
 EMPTY_REPLY_TEXT = (
     "Your reply was empty (no text and no tool calls), so it was not taken as an answer: "
     "answer in text, or call a tool."
@@ -100,6 +105,22 @@ def nudge_after(reply: AssistantMessage, answer: FinalAnswer | None) -> UserMess
     if reply.text.strip() or reply.stop_reason == "max_tokens":
         return None
     return UserMessage(EMPTY_REPLY_TEXT)
+
+
+async def check_text(check: OutputCheck, text: str) -> tuple[Any, UserMessage | None]:
+    """Runs `output_check` on a text answer (a sync check in a thread, as for a typed answer):
+    (the output, None), or (None, the message sending the model back to work) when the check
+    raises `ToolError`."""
+    try:
+        if inspect.iscoroutinefunction(check):
+            value = await check(text)
+        else:
+            value = await asyncio.to_thread(check, text)
+            if inspect.isawaitable(value):
+                value = await value
+    except ToolError as exc:
+        return None, UserMessage(REFUSED_TEXT.format(reason=exc))
+    return value, None
 
 
 class AnswerTools:
@@ -174,6 +195,37 @@ class FinalAnswer(Tool):
     def render(self, value: Any) -> ToolOutput:
         self.accepted, self.value = True, value
         return ToolOutput(ACCEPTED_TEXT)
+
+    async def recover(self, messages: Sequence[Message]) -> bool:
+        """Takes again the answer a resumed run had accepted: True when `messages` end with a
+        lone `final_answer` call answered "accepted", as the log of a run stopped between
+        accepting its answer and being marked finished ends. The value comes from the call's
+        logged arguments, validated and checked again, so no model is asked for it twice."""
+        if len(messages) < 2:
+            return False
+        reply, answer = messages[-2], messages[-1]
+        if not (
+            isinstance(reply, AssistantMessage)
+            and isinstance(answer, ToolResult)
+            and [call.id for call in reply.tool_calls] == [answer.call_id]
+            and answer.name == self.name
+            and answer.content == ACCEPTED_TEXT
+            and not answer.is_error
+        ):
+            return False
+        from steadyloop.dispatch import parse_arguments
+
+        self.expect(reply.tool_calls)
+        try:
+            bound = self.bind(parse_arguments(reply.tool_calls[0].arguments))
+            if bound.is_async:
+                value = await bound.fn(**bound.kwargs)
+            else:
+                value = await asyncio.to_thread(bound.fn, **bound.kwargs)
+        except (ArgumentsError, ToolError):  # the output type or check changed since: ask again
+            return False
+        self.render(value)
+        return True
 
 
 async def _same(value: Any) -> Any:

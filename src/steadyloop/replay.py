@@ -2,24 +2,36 @@
 run departs from the log, so a bug seen in production can be reproduced from its log alone.
 
 Tools run for real (the caller passes them) or, with recorded tools, answer with the outputs the
-log holds for the same calls, in order. Summaries are replayed from the log too.
+log holds for the same calls, in order. Summaries are replayed from the log too, and so are the
+decisions on gated calls (a run paused, then approved, replays approved), the prompt as it was
+sent (images and documents included) and, given its type, a typed answer.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from steadyloop.agent import Agent
+from steadyloop.approvals import Decision, Defer, PendingCall, logged_decision
 from steadyloop.compaction import Compaction
+from steadyloop.context import RunContext
 from steadyloop.errors import LimitExceeded, ModelError, ToolError
 from steadyloop.limits import Limits
-from steadyloop.messages import AssistantMessage, Message, Summary, canonical_arguments
+from steadyloop.messages import (
+    AssistantMessage,
+    Message,
+    Prompt,
+    Summary,
+    UserMessage,
+    canonical_arguments,
+)
+from steadyloop.output import FINAL_ANSWER
 from steadyloop.result import RunResult
-from steadyloop.store import RunLog, ToolRecord
+from steadyloop.store import LoggedEvent, RunInfo, RunLog, ToolRecord
 from steadyloop.testing import ScriptedModel
 from steadyloop.tools import BoundCall, Tool, ToolSpec
 
@@ -37,14 +49,26 @@ class ReplayReport:
 
 
 async def replay_run(
-    store: RunLog, run_id: str, tools: Sequence[Tool] = (), *, recorded_tools: bool = False
+    store: RunLog,
+    run_id: str,
+    tools: Sequence[Tool] = (),
+    *,
+    recorded_tools: bool = False,
+    output: Any = None,
+    deps: Any = None,
 ) -> ReplayReport:
-    """Re-runs run `run_id` with its recorded replies and compares the transcript with the log."""
+    """Re-runs run `run_id` with its recorded replies and compares the transcript with the log.
+
+    `output` is the run's answer type when it had one (it is not logged: the command line
+    logs the file it came from); `deps` reaches tools that take a `RunContext`, as in `run`.
+    """
     info = store.run(run_id)
+    events = store.events(info.id)
     logged = store.messages(info.id)
     config = info.config
     if recorded_tools:
-        tools = _recorded_tools(config.get("tools", ()), store.tool_records(info.id).values())
+        names = [n for n in config.get("tools", ()) if n != FINAL_ANSWER or output is None]
+        tools = _recorded_tools(names, store.tool_records(info.id).values())
     replies = [m for m in logged[info.history :] if isinstance(m, AssistantMessage)]
     summaries = deque(m.text for m in logged[info.history :] if isinstance(m, Summary))
     compaction_config = config.get("compaction")
@@ -64,11 +88,13 @@ async def replay_run(
         tool_timeout=config.get("tool_timeout", 120.0),
         compaction=compaction,
         model_retries=0,
+        output=output,
+        approver=_logged_decisions(events),
     )
     result: RunResult[Any] | None
     problem: str | None = None
     try:
-        result = await agent.run(info.prompt, history=logged[: info.history])
+        result = await agent.run(_prompt(info, logged), history=logged[: info.history], deps=deps)
     except LimitExceeded as exc:
         result = exc.result
     except ModelError:
@@ -76,11 +102,41 @@ async def replay_run(
         problem = (
             f"the replayed run asked the model for more than the {len(replies)} logged replies"
         )
+        if output is None and FINAL_ANSWER in config.get("tools", ()):
+            problem += (
+                f"; the run answered with {FINAL_ANSWER}: pass its answer type (output=, or "
+                "--output FILE.py:NAME)"
+            )
     finally:
         await agent.aclose()
     replayed = result.messages if result is not None else ()
     divergence = problem or _first_difference(logged, replayed)
     return ReplayReport(info.id, divergence, result, len(logged))
+
+
+def _prompt(info: RunInfo, logged: Sequence[Message]) -> Prompt:
+    """The prompt as the run sent it: its logged message, images and documents included (the
+    run's row has its text only)."""
+    first = logged[info.history] if len(logged) > info.history else None
+    if isinstance(first, UserMessage):
+        return first.parts or first.text
+    return info.prompt
+
+
+def _logged_decisions(
+    events: Iterable[LoggedEvent],
+) -> Callable[[PendingCall, RunContext[Any]], Awaitable[Decision]]:
+    """An approver that decides each gated call as the log has it decided last (a call deferred
+    and then approved on resume is approved); a call the log has no decision for waits."""
+    decided: dict[str, Decision] = {}
+    for event in events:
+        if event.kind == "decision":
+            decided[event.data["call"]["id"]] = logged_decision(event.data)
+
+    async def decide(call: PendingCall, ctx: RunContext[Any]) -> Decision:
+        return decided.get(call.call_id, Defer())
+
+    return decide
 
 
 def _first_difference(logged: Sequence[Message], replayed: Sequence[Message]) -> str | None:

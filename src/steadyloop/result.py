@@ -30,7 +30,8 @@ class RunResult(Generic[OutputT]):
     text of the last model reply either way. `messages` is the whole append-only transcript
     (history given plus everything this run added); `stop_reason` is "end_turn" when the model
     answered, "approval" when gated calls wait for a decision (they are in `pending`; nothing
-    was raised, continue with `Agent.resume`), or the `reason` of the limit that stopped it.
+    was raised, continue with `Agent.resume`), the `reason` of the limit that stopped it, or
+    "error" on the partial result a `FatalToolError` carries.
     """
 
     output: OutputT

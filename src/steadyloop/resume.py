@@ -7,17 +7,38 @@ goes on only with a decision for each waiting call, and only once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from steadyloop.approvals import Decision, Decisions, Defer, PendingCall, check_decisions
+from steadyloop.approvals import (
+    WAITING_TEXT,
+    Approve,
+    Decision,
+    Decisions,
+    Defer,
+    Edit,
+    PendingCall,
+    check_decisions,
+    logged_decision,
+)
+from steadyloop.dispatch import parse_arguments
 from steadyloop.errors import ConfigError
-from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage, UserMessage
+from steadyloop.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    message_from_dict,
+)
 from steadyloop.result import RunResult
 from steadyloop.store import LoggedEvent, RunInfo, RunLog, records
+from steadyloop.tools import Tool
 
-__all__ = ["ResumePoint", "logged_result", "paused_point", "resume_point"]
+__all__ = ["ResumePoint", "logged_result", "paused_point", "resume_point", "waiting_calls"]
 
 RESUMABLE = ("running", "interrupted", "error")
 # A paused run is marked "paused"; "limit" is how the log reads one whose process died between
@@ -31,7 +52,9 @@ class ResumePoint:
     of tool calls that finished (logged, or held back by a pause) but may not be in the
     transcript yet, and the decisions for the calls it waits on. `prompt` is the run's prompt
     when the process died before it was logged as a message (the run's row has it): the run
-    goes on by appending it, as it was about to."""
+    goes on by appending it, as it was about to. `cut_short`: the calls of the run's last reply
+    that the stop left unanswered and that wait on no decision, each with the decision the log
+    holds for it (None when none was logged)."""
 
     run_id: str | None
     messages: tuple[Message, ...]
@@ -40,6 +63,29 @@ class ResumePoint:
     recovered: dict[str, ToolResult]
     decisions: Mapping[str, Decision]
     prompt: str | None = None
+    cut_short: tuple[tuple[ToolCall, Decision | None], ...] = ()
+
+    def decisions_for(self, tools: Sequence[Tool]) -> dict[str, Decision]:
+        """The decisions the resumed run applies: `decisions`, and for each call cut short the
+        one it had. A denial is given again (nothing runs). An approval or edit is given again
+        only when the tool is idempotent: otherwise the call may have taken effect, and the run
+        answers it "interrupted" rather than run it on a second approval. A call its tool gates
+        with no decision logged never ran (a decision to run is committed before the call
+        starts), so it waits for a decision again."""
+        by_name = {tool.name: tool for tool in tools}
+        decided = dict(self.decisions)
+        for call, logged in self.cut_short:
+            tool = by_name.get(call.name)
+            if call.id in decided or tool is None:
+                continue
+            if isinstance(logged, Approve | Edit):
+                if tool.idempotent:
+                    decided[call.id] = logged
+            elif logged is not None:
+                decided[call.id] = logged
+            elif _gated(tool, call):
+                decided[call.id] = Defer()
+        return decided
 
 
 def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None) -> ResumePoint:
@@ -64,14 +110,9 @@ def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None)
     own = messages[info.history :]
     prompt = None if any(isinstance(m, UserMessage) for m in own) else info.prompt
     replies = [m for m in own if isinstance(m, AssistantMessage)]
-    usage = Usage(requests=len(replies), tool_calls=sum(len(r.tool_calls) for r in replies))
-    for reply in replies:
-        if reply.usage is not None:
-            usage += Usage(input_tokens=reply.usage.input_tokens,
-                           output_tokens=reply.usage.output_tokens,
-                           cost_usd=reply.usage.cost_usd)  # fmt: skip
+    usage = _spent(events, info.history)
     recovered = {call_id: record.result for call_id, record in records.tool_records(events).items()}
-    waiting = _waiting(messages, events, recovered)
+    waiting = _waiting(messages, events, recovered, info.id)
     if paused and decisions is None:
         raise ConfigError(
             f"run {info.id} is waiting for decisions on {_names(waiting)}: pass "
@@ -82,7 +123,14 @@ def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None)
         decided = check_decisions(waiting, decisions or {})
     else:  # killed after deferring calls but before the pause was logged: they wait again
         decided = {call.call_id: Defer() for call in waiting}
-    return ResumePoint(info.id, messages, len(replies), usage, recovered, decided, prompt)
+    # A run that paused at its last reply goes on from the reply, also when its waiting calls
+    # were decided and then cut short by a kill (their answers still read "waiting").
+    if waiting or _paused_at_reply(messages):
+        messages = _open_calls(messages)
+    cut_short = _cut_short(messages[info.history :], events, {*recovered, *decided})
+    return ResumePoint(
+        info.id, messages, len(replies), usage, recovered, decided, prompt, cut_short
+    )
 
 
 def paused_point(result: RunResult[Any], decisions: Decisions | None) -> ResumePoint:
@@ -102,20 +150,30 @@ def paused_point(result: RunResult[Any], decisions: Decisions | None) -> ResumeP
     decided = check_decisions(pause.pending, decisions or {})
     pause.resumed = True
     return ResumePoint(
-        result.run_id, result.messages, pause.turns, result.usage, dict(pause.held), decided
+        result.run_id,
+        _open_calls(result.messages),
+        pause.turns,
+        result.usage,
+        dict(pause.held),
+        decided,
     )
 
 
-def logged_result(store: RunLog, info: RunInfo) -> RunResult[Any]:
-    """The result of a run that finished, as its log has it (nothing is called again); a typed
-    answer comes back as the JSON it was logged as."""
+def logged_result(store: RunLog, info: RunInfo, output_type: Any = None) -> RunResult[Any]:
+    """The result of a run that finished, as its log has it (nothing is called again). A typed
+    answer was logged as JSON: it is validated again as `output_type` (the type the run is
+    asked for), so it comes back as the same value the run returned; `ConfigError` if it does
+    not fit that type."""
     events = store.events(info.id)
     finished = [e for e in events if e.kind == "finished"]
     messages = records.transcript(events)
     last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
     text = last.text if last is not None else ""
+    output = finished[-1].data["output"] if finished else text
+    if output is not None and output_type not in (None, str):
+        output = _typed(output, output_type, info.id)
     return RunResult(
-        output=finished[-1].data["output"] if finished else text,
+        output=output,
         messages=messages,
         stop_reason=info.stop_reason or "end_turn",
         usage=info.usage,
@@ -124,23 +182,119 @@ def logged_result(store: RunLog, info: RunInfo) -> RunResult[Any]:
     )
 
 
+def waiting_calls(store: RunLog, run_id: str) -> list[PendingCall]:
+    """The calls logged run `run_id` waits on for a decision; empty when it is not paused for
+    approval. Nothing is decided or claimed: this only reads the log."""
+    info = store.run(run_id)
+    if info.stop_reason != "approval" or info.status not in PAUSED:
+        return []
+    events = store.events(info.id)
+    recovered = {call_id: record.result for call_id, record in records.tool_records(events).items()}
+    return _waiting(records.transcript(events), events, recovered, info.id)
+
+
+def _typed(logged: Any, output_type: Any, run_id: str) -> Any:
+    """The logged JSON of a typed answer as a value of `output_type`, validated as JSON (the
+    form it was logged in)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(output_type).validate_json(json.dumps(logged))
+    except ValidationError as exc:
+        name = getattr(output_type, "__name__", repr(output_type))
+        problem = exc.errors()[0]["msg"] if exc.errors() else str(exc)
+        raise ConfigError(
+            f"the logged answer of run {run_id} is not a valid {name} ({problem}): ask for it "
+            "with the answer type it was made with (output=...)"
+        ) from None
+
+
+def _spent(events: Sequence[LoggedEvent], history: int) -> Usage:
+    """What the run has used, as the loop counted it: the usage logged when it last stopped
+    (a pause), plus each reply logged since, its unreported and cached tokens included."""
+    usage = Usage()
+    for event in events:
+        if event.kind == "finished":
+            usage = Usage.from_dict(event.data["usage"])
+        elif event.kind == "message" and event.data["index"] >= history:
+            reply = message_from_dict(event.data["message"])
+            if isinstance(reply, AssistantMessage):
+                usage += reply.request_usage()
+                if reply.stop_reason != "max_tokens":  # calls cut off are not dispatched
+                    usage += Usage(tool_calls=len(reply.tool_calls))
+    return usage
+
+
 def _waiting(
-    messages: Sequence[Message], events: Sequence[LoggedEvent], recovered: Mapping[str, Any]
+    messages: Sequence[Message],
+    events: Sequence[LoggedEvent],
+    recovered: Mapping[str, Any],
+    run_id: str,
 ) -> list[PendingCall]:
     """The calls of the last reply that were deferred and are not answered yet."""
     last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
     if last is None:
         return []
-    answered = {m.call_id for m in messages if isinstance(m, ToolResult)} | set(recovered)
-    decided: dict[str, Mapping[str, Any]] = {}
-    for event in events:
-        if event.kind == "decision":
-            decided[event.data["call"]["id"]] = event.data
+    answered = {m.call_id for m in messages if isinstance(m, ToolResult) and not _waits(m)}
+    answered |= set(recovered)
+    decided = _logged_decisions(events)
     return [
-        PendingCall(call.id, call.name, decided[call.id]["arguments"])
+        PendingCall(call.id, call.name, decided[call.id]["arguments"], run_id)
         for call in last.tool_calls
         if call.id not in answered and decided.get(call.id, {}).get("decision") == "deferred"
     ]
+
+
+def _cut_short(
+    own: Sequence[Message], events: Sequence[LoggedEvent], settled: Collection[str]
+) -> tuple[tuple[ToolCall, Decision | None], ...]:
+    """The calls of the run's own last reply with no answer in the transcript and none
+    `settled` (answered in the log, or decided already), each with its logged decision."""
+    last = next((m for m in reversed(own) if isinstance(m, AssistantMessage)), None)
+    if last is None:
+        return ()
+    answered = {m.call_id for m in own if isinstance(m, ToolResult)} | set(settled)
+    decided = _logged_decisions(events)
+    return tuple(
+        (call, logged_decision(logged) if (logged := decided.get(call.id)) else None)
+        for call in last.tool_calls
+        if call.id not in answered
+    )
+
+
+def _logged_decisions(events: Sequence[LoggedEvent]) -> dict[str, Mapping[str, Any]]:
+    """The last decision logged for each call, by call id."""
+    return {e.data["call"]["id"]: e.data for e in events if e.kind == "decision"}
+
+
+def _gated(tool: Tool, call: ToolCall) -> bool:
+    """Whether the call needs a decision before it runs (arguments that do not bind are
+    answered without one)."""
+    try:
+        arguments = dict(parse_arguments(call.arguments))
+        tool.bind(arguments)
+    except Exception:
+        return False
+    return tool.needs_approval(arguments)
+
+
+def _waits(result: ToolResult) -> bool:
+    """True for the answer a paused run gives a call waiting for a decision."""
+    return result.is_error and result.content == WAITING_TEXT
+
+
+def _paused_at_reply(messages: Sequence[Message]) -> bool:
+    """True when an answer after the last reply is the one a pause gives a waiting call."""
+    tail = next((i for i in range(len(messages) - 1, -1, -1)
+                 if isinstance(messages[i], AssistantMessage)), len(messages))  # fmt: skip
+    return any(isinstance(m, ToolResult) and _waits(m) for m in messages[tail + 1 :])
+
+
+def _open_calls(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """A paused transcript without the answers after its last reply: the run goes on from the
+    reply, answering its calls again in call order (those that ran with their results)."""
+    last = max(i for i, m in enumerate(messages) if isinstance(m, AssistantMessage))
+    return tuple(messages[: last + 1])
 
 
 def _names(waiting: Sequence[PendingCall]) -> str:

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
+import sys
+import types
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -59,6 +62,7 @@ def describe_output(
     from steadyloop.tools import ToolSpec
 
     what = f"output={_type_name(output_type)}"
+    output_type = _portable(output_type)
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(output_type)
     except Exception as exc:
@@ -78,6 +82,40 @@ def describe_output(
         return validate(arguments).p0
 
     return unwrap, ToolSpec(name, description, schema)
+
+
+def _portable(hint: Any, making: frozenset[Any] = frozenset()) -> Any:
+    """`hint` with each `typing.TypedDict` in it made again with `typing_extensions.TypedDict`,
+    the only kind pydantic reads before Python 3.12 (the values are plain dicts either way)."""
+    if sys.version_info >= (3, 12):
+        return hint
+    if typing.is_typeddict(hint) and type(hint).__module__ == "typing" and hint not in making:
+        try:
+            hints = typing.get_type_hints(hint, include_extras=True)
+        except Exception as exc:
+            raise ConfigError(
+                f"the TypedDict {hint.__name__} has a field type that cannot be resolved "
+                f"({exc}), so it cannot be read on Python < 3.12: define it with "
+                "typing_extensions.TypedDict"
+            ) from exc
+        import typing_extensions
+
+        fields = {key: _portable(value, making | {hint}) for key, value in hints.items()}
+        made: Any = typing_extensions.TypedDict(hint.__name__, fields, total=hint.__total__)  # type: ignore[misc]
+        made.__module__, made.__doc__ = hint.__module__, hint.__doc__
+        return made
+    args = typing.get_args(hint)
+    portable = tuple(_portable(arg, making) for arg in args)
+    if portable == args:
+        return hint
+    origin = typing.get_origin(hint)
+    if origin is types.UnionType:
+        return functools.reduce(operator.or_, portable)
+    if isinstance(hint, types.GenericAlias):
+        return types.GenericAlias(origin, portable)
+    if origin is typing.Annotated:
+        return typing.Annotated[portable]
+    return hint.copy_with(portable)
 
 
 def _parameters_schema(make: Callable[[], dict[str, Any]], what: str) -> dict[str, Any]:

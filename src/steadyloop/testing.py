@@ -20,7 +20,7 @@ import string
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from steadyloop.errors import ModelError
+from steadyloop.errors import ConfigError, ModelError
 from steadyloop.events import TextDelta
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from steadyloop.models.base import Model, ModelRequest, StreamPart
@@ -76,7 +76,7 @@ class ScriptedModel(_RecordingModel):
         self, replies: Iterable[AssistantMessage | str | BaseException], *, name: str = "scripted"
     ) -> None:
         super().__init__()
-        self.replies = [AssistantMessage(r) if isinstance(r, str) else r for r in replies]
+        self.replies = [_scripted(reply, index) for index, reply in enumerate(replies)]
         self.name = name
 
     async def request(self, request: ModelRequest) -> AssistantMessage:
@@ -91,6 +91,20 @@ class ScriptedModel(_RecordingModel):
         if isinstance(reply, BaseException):
             raise reply
         return reply
+
+
+def _scripted(
+    reply: AssistantMessage | str | BaseException, index: int
+) -> AssistantMessage | BaseException:
+    """One scripted reply (a str as a text reply); `ConfigError` for anything else."""
+    if isinstance(reply, str):
+        return AssistantMessage(reply)
+    if not isinstance(reply, AssistantMessage | BaseException):
+        raise ConfigError(
+            f"ScriptedModel reply {index} is a {type(reply).__name__}: give a str, an "
+            "AssistantMessage(text, tool_calls=...) or an exception to raise"
+        )
+    return reply
 
 
 class TestModel(_RecordingModel):

@@ -16,6 +16,7 @@ import importlib.util
 import os
 import re
 import sys
+import typing
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -46,10 +47,11 @@ def load_tools_from_file(path: str | os.PathLike[str]) -> list[Tool]:
 
 
 def load_from_file(spec: str) -> Any:
-    """The object `NAME` defined in the Python file of `FILE.py:NAME` (for `run --output`).
+    """The type `NAME` defined in the Python file of `FILE.py:NAME` (for `run --output`).
 
     Raises `ConfigError` when the spec has no `:NAME`, the file cannot be imported, or it
-    defines no such name.
+    defines no such name, or the name is not a type (a function, say: its return value would
+    not be the answer).
     """
     path, _, name = spec.rpartition(":")
     if not path or not name.isidentifier():
@@ -59,7 +61,13 @@ def load_from_file(spec: str) -> Any:
     module = _import(file, "file")
     if not hasattr(module, name):
         raise ConfigError(f"{file} defines no {name!r}: check the name after the colon")
-    return getattr(module, name)
+    found = getattr(module, name)
+    if not isinstance(found, type) and typing.get_origin(found) is None:
+        raise ConfigError(
+            f"{file}:{name} is a {type(found).__name__}, not a type: name the answer's class "
+            "(a pydantic model, a dataclass or a TypedDict)"
+        )
+    return found
 
 
 def _check_readable(file: Path, what: str) -> None:

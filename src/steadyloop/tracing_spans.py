@@ -25,6 +25,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 
+from steadyloop.approvals import AwaitingApproval
 from steadyloop.cost import provider_and_model
 from steadyloop.effects import Effects, ModelCall, ToolInvocation, nest
 from steadyloop.events import Compacted, Event, LimitReached, ModelRetry, ToolCallFinished
@@ -167,7 +168,9 @@ class Tracing(Effects):
             "steadyloop.tool.attempts": finished.attempts,
             "steadyloop.tool.truncated": finished.truncated,
         }
-        if finished.is_error:
+        if isinstance(finished, AwaitingApproval):  # deferred: nothing ran, nothing failed
+            ended["steadyloop.tool.awaiting_approval"] = True
+        elif finished.is_error:
             ended[ERROR_TYPE] = _tool_error_type(call, finished)
             text = finished.result.content if self._content else None
             span.set_status(Status(StatusCode.ERROR, text))

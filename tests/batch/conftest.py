@@ -29,9 +29,11 @@ def fake_agents(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BATCH_TEST_JOURNAL", raising=False)
     monkeypatch.delenv("BATCH_TEST_DIE_AT", raising=False)
     monkeypatch.delenv("BATCH_TEST_TURNS", raising=False)
+    monkeypatch.delenv("BATCH_TEST_HOLD", raising=False)
     batch_agents.MODEL_CALLS.clear()
     batch_agents.STEPS.clear()
     batch_agents.BUILT.clear()
+    batch_agents.WIRES.clear()
 
 
 def write_tasks(path: Path, count: int, *, prefix: str = "task") -> Path:

@@ -5,6 +5,8 @@
 `start` starts one workflow per prompt (ids PREFIX0, PREFIX1, ...) and waits for them;
 `recover` only launches DBOS, which recovers the workflows a dead worker left, and waits for
 those ids. Prints the outputs as a JSON list. The agent is `batch_agents`' fake one, durable.
+The workflows take turns at the three ways of starting a run in one (`FORMS`), the last one
+with `if_exists="resume"`.
 """
 
 from __future__ import annotations
@@ -32,9 +34,16 @@ agent.store = open_store(store_url)
 durable(agent)
 
 
+FORMS = ("if_exists", "plain", "run_id")
+
+
 @DBOS.workflow()
-async def answer(prompt: str) -> str:
-    return (await agent.run(prompt, run_id=DBOS.workflow_id)).output
+async def answer(prompt: str, form: str) -> str:
+    if form == "plain":
+        return (await agent.run(prompt)).output
+    if form == "run_id":
+        return (await agent.run(prompt, run_id=DBOS.workflow_id)).output
+    return (await agent.run(prompt, run_id=DBOS.workflow_id, if_exists="resume")).output
 
 
 async def main() -> list[str]:
@@ -42,9 +51,10 @@ async def main() -> list[str]:
     ids = [f"{prefix}{index}" for index in range(len(prompts))]
     if mode == "start":
         handles = []
-        for workflow_id, prompt in zip(ids, prompts, strict=True):
+        for index, (workflow_id, prompt) in enumerate(zip(ids, prompts, strict=True)):
+            form = FORMS[(index - len(prompts) + 1) % len(FORMS)]
             with SetWorkflowID(workflow_id):
-                handles.append(await DBOS.start_workflow_async(answer, prompt))
+                handles.append(await DBOS.start_workflow_async(answer, prompt, form))
         return [await handle.get_result() for handle in handles]
     return [await (await DBOS.retrieve_workflow_async(wid)).get_result() for wid in ids]
 

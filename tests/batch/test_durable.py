@@ -1,5 +1,7 @@
 """`durable(agent)` on DBOS over Postgres: a worker killed mid-run, then restarted. Only the
-steps in flight run again, and each recovered run's log equals that of a clean run."""
+steps in flight run again, and each recovered run's log equals that of a clean run, whichever
+way the workflow starts its run (`agent.run(prompt)`, with `run_id=DBOS.workflow_id`, or with
+`if_exists="resume"` too: see `durable_worker.py`)."""
 
 from __future__ import annotations
 

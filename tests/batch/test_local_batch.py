@@ -207,7 +207,7 @@ def test_a_torn_last_line_is_repaired_and_its_task_run_again(tmp_path: Path) -> 
 
 def test_a_results_file_with_a_foreign_line_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
-    out.write_text('{"id": "t0"}\nhello\n')
+    out.write_text('{"id": "t0", "status": "answered"}\nhello\n')
 
     with pytest.raises(ConfigError, match="line 2 of the results file"):
         run_batch("batch_agents:make_agent", write_tasks(tmp_path / "t.jsonl", 2), out=out)
@@ -244,7 +244,7 @@ def test_the_summary_says_how_many_tasks_are_left_for_the_next_run() -> None:
 
     assert report.summary() == (
         "batch b: 10 tasks; 5 answered, 1 stopped at a limit, 1 failed, 2 done before; "
-        "2.0 s, 4 runs/s; results in out.jsonl\n"
+        "2.0 s, 3.5 runs/s; results in out.jsonl\n"
         "1 bad task line skipped\n"
         "1 task did not finish: run the batch again to resume them"
     )

@@ -39,6 +39,9 @@ def models_file(tmp_path: Path) -> Path:
             class Refund(BaseModel):
                 order_id: str
                 amount: float
+
+            def refund_for(order_id: str) -> Refund:
+                return Refund(order_id=order_id, amount=0)
             """
         )
     )
@@ -66,6 +69,7 @@ def test_output_prints_the_typed_answer_as_json(
         ("{file}", "expected FILE.py:NAME"),
         ("{file}:Nope", "defines no 'Nope'"),
         ("missing.py:Refund", "file not found: missing.py"),
+        ("{file}:refund_for", "refund_for is a function, not a type"),
     ],
 )
 def test_a_bad_output_spec_is_one_line_saying_what_to_fix(

@@ -334,11 +334,13 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class FakeAnthropic:
-    """The server: `url` for base_url, `requests` as received, `rejections` it answered 400."""
+    """The server: `url` for base_url, `requests` as received, `rejections` it answered 400,
+    `credentials` the key each request carried (its `x-api-key`, or its bearer token)."""
 
     def __init__(self, replies: Iterable[Reply] = ()) -> None:
         self.replies = list(replies)
         self.requests: list[JSON] = []
+        self.credentials: list[str] = []
         self.times: list[float] = []
         self.rejections: list[str] = []
         self.closing = threading.Event()  # ends delays and drips when the test is over
@@ -387,6 +389,8 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             body = json.loads(self.rfile.read(length))
+            bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ")
+            fake.credentials.append(self.headers.get("x-api-key") or bearer)
             if self.path.split("?")[0] != "/v1/messages":
                 self._json(404, {"type": "error", "error": {"type": "not_found_error"}}, {})
                 return

@@ -56,6 +56,21 @@ def test_ids_are_looked_up_exactly(store: RunLog) -> None:
         asyncio.run(Agent("test", store=store).resume("b1:t"))
 
 
+def test_an_id_prefix_matches_case_and_wildcards_as_written(store: RunLog) -> None:
+    ids = ("nightly:q1", "Nightly:q1", "NIGHTLY:q2", "a_b:1", "axb:1", "50%:1", "500:1")
+    for run_id in ids:
+        store.start_run(model="m", prompt="go", history=(), config={}, run_id=run_id)
+        store.release(run_id)
+
+    def matching(prefix: str) -> list[str]:
+        return [r.id for r in store.runs_with_prefix(prefix, limit=len(ids))]
+
+    assert matching("nightly:") == ["nightly:q1"]
+    assert matching("a_b:") == ["a_b:1"]
+    assert matching("50%") == ["50%:1"]
+    assert matching("") == sorted(ids)
+
+
 def test_a_duplicate_id_fails_that_run_alone(store: RunLog) -> None:
     agent = Agent(ScriptedModel(["first", "second", "third"]), store=store)
     agent.run_sync("one", run_id="same")

@@ -3,16 +3,19 @@ and the JSON API its page uses."""
 
 from __future__ import annotations
 
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from conftest import Viewer, fetch, off_the_loop, start_viewer
 from runlogs import answered_run, limit_run
 
+from steadyloop import Agent
 from steadyloop.cli import main
 from steadyloop.store import RunStore
 
@@ -135,3 +138,29 @@ def test_import_steadyloop_leaves_the_web_stack_unloaded() -> None:
     probe = "import sys, steadyloop; print(sorted({'starlette', 'uvicorn'} & set(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_a_log_written_while_the_viewer_reads_it_is_one_file_once_closed(
+    serve: Callable[[Path], Viewer], tmp_path: Path
+) -> None:
+    path = tmp_path / "runs.db"
+    RunStore(path).close()  # the viewer needs a log to open
+    viewer = serve(path)
+
+    def write_while_polled() -> str:
+        agent = Agent("test", store=path)
+        for number in range(20):
+            agent.run_sync(f"run {number}")
+            assert fetch(viewer.url + "api/runs").status == 200
+        agent.close_store()
+        return ""
+
+    off_the_loop(write_while_polled)
+    listed = {run["id"] for run in fetch(viewer.url + "api/runs").json()["runs"]}
+    assert len(listed) == 20
+    copy = tmp_path / "copy" / "runs.db"
+    copy.parent.mkdir()
+    shutil.copyfile(path, copy)  # the file alone, without its -wal
+    alone = sqlite3.connect(copy)
+    assert {row[0] for row in alone.execute("SELECT id FROM runs")} == listed
+    alone.close()

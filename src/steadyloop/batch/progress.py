@@ -18,13 +18,16 @@ from rich.progress import (
 from rich.progress import Task as BarTask
 from rich.text import Text
 
+from steadyloop.batch.report import per_second
+
 __all__ = ["progress_bar"]
 
 
 class _Rate(ProgressColumn):
     def render(self, task: BarTask) -> Text:
         speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.0f} runs/s" if speed else "… runs/s", style="progress.data.speed")
+        shown = f"{per_second(speed)} runs/s" if speed else "… runs/s"
+        return Text(shown, style="progress.data.speed")
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from pathlib import Path
 from steadyloop.batch.results import Row
 from steadyloop.batch.tasks import BadTask
 
-__all__ = ["BatchReport", "Tally"]
+__all__ = ["BatchReport", "Tally", "per_second"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +46,20 @@ class BatchReport:
 
     def summary(self) -> str:
         """One paragraph for people."""
-        rate = f", {self.ran / self.seconds:,.0f} runs/s" if self.ran and self.seconds else ""
+        rate = (
+            f", {per_second(self.ran / self.seconds)} runs/s" if self.ran and self.seconds else ""
+        )
         text = (
             f"batch {self.batch}: {_count(self.tasks, 'task')}; {self.answered} answered, "
             f"{self.limit} stopped at a limit, {self.failed} failed, {self.skipped} done before; "
             f"{self.seconds:.1f} s{rate}; results in {self.out}"
         )
         if self.paused:
-            text += f"\n{_count(self.paused, 'run')} paused for approval (`steadyloop resume RUN`)"
+            text += (
+                f"\n{_count(self.paused, 'run')} paused for approval: decide each with "
+                "`steadyloop resume RUN --approve CALL` (or --deny CALL=REASON); the rows name "
+                "RUN and CALL"
+            )
         if self.bad:
             text += f"\n{_count(len(self.bad), 'bad task line')} skipped"
         if self.unfinished:
@@ -61,6 +68,13 @@ class BatchReport:
                 "resume them"
             )
         return text
+
+
+def per_second(rate: float) -> str:
+    """A rate for people: whole numbers from 10 up, two significant digits below (0.23, not 0)."""
+    if rate >= 10:
+        return f"{rate:,.0f}"
+    return f"{rate:.{max(1, 1 - math.floor(math.log10(rate)))}f}"
 
 
 def _count(number: int, noun: str) -> str:

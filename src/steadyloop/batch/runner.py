@@ -9,6 +9,7 @@ as after a crash, and a batch that has finished costs nothing to run again.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -65,8 +66,9 @@ def run_batch(
         settings: request settings added to the agent's model on every worker (as
             `--set KEY=VALUE` does), e.g. `{"temperature": 0}`.
 
-    Duplicate task ids, an agent factory that fails and a bad option are a `ConfigError`
-    before any task runs.
+    Duplicate task ids, an agent factory that fails, a bad option, `out` naming the tasks
+    file, and `out` being written by a batch still running (in another process: the results
+    file is locked while a batch writes it) are a `ConfigError` before any task runs.
     """
     engine = engine if engine is not None else LocalEngine()
     rate = Rate.parse(rate_limit) if isinstance(rate_limit, str) else rate_limit
@@ -75,8 +77,13 @@ def run_batch(
     name = batch if batch is not None else Path(out).stem
     if not name:
         raise ConfigError("a batch needs a name: pass batch=NAME")
+    if isinstance(tasks, str | Path) and _same_file(tasks, out):
+        raise ConfigError(
+            f"the results file {out} is the tasks file: write the results to another file "
+            "(such as results.jsonl); nothing was run"
+        )
     todo, bad = read_tasks(tasks)
-    results = ResultsFile(out)
+    results = ResultsFile(out, name)
     total = len(todo)
     todo = [task for task in todo if task.id not in results.done]
     job = Job(agent_factory, name, str(store) if isinstance(store, Path) else store,
@@ -95,3 +102,11 @@ def run_batch(
     finally:
         results.close()
     return tally.report(results.path, total, total - len(todo), tuple(bad))
+
+
+def _same_file(tasks: str | Path, out: str | Path) -> bool:
+    """True when `out` names the tasks file (through another path, a link, ...)."""
+    try:
+        return os.path.samefile(tasks, out)
+    except OSError:  # one of them does not exist (yet)
+        return False

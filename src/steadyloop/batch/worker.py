@@ -3,26 +3,31 @@
 Agents never travel: each worker (the batch's own process, or each Ray actor) imports the
 `"module:function"` factory and calls it once, then runs every task it is given on that agent.
 With a run log, task `t` of batch `b` runs as run `"b:t"` with `if_exists="resume"`: a run the log
-has finished returns its logged result without a model call, and an unfinished one goes on from
-where the log stops. (When the log has no run of the batch yet, that look-up is skipped.)
+has finished returns its logged result without a model call, an unfinished one goes on from
+where the log stops, and one paused for approval gets its paused row again. (When the log has no
+run of the batch yet, that look-up is skipped.) A `"module:function"` factory is logged with each
+run's settings (`agent_factory`), so `steadyloop resume RUN` rebuilds the agent with its tools.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from steadyloop.agent import Agent
 from steadyloop.batch.ratelimit import Rate, RateLimited
-from steadyloop.batch.results import Row, error_row, result_row
+from steadyloop.batch.results import Row, error_row, paused_row, result_row
 from steadyloop.batch.tasks import Task
 from steadyloop.effects import nest
 from steadyloop.errors import ConfigError, LimitExceeded
+from steadyloop.resume import waiting_calls
 from steadyloop.store import RunLog
 
-__all__ = ["Job", "Worker", "import_object"]
+__all__ = ["Job", "Worker", "factory_spec", "import_object"]
 
 Factory = str | Callable[[], Agent]
 
@@ -67,6 +72,9 @@ class Worker:
         """Calls the factory once; `store` replaces the agent's log, `acquire` waits for a
         token before each model call. A factory that fails is a `ConfigError` naming it."""
         agent = build_agent(job.factory)
+        spec = factory_spec(job.factory)
+        if spec is not None:  # logged with each run: `steadyloop resume` rebuilds the agent
+            agent.metadata["agent_factory"] = spec
         if store is not None:
             agent.store = store
         if job.durability is not None:
@@ -96,9 +104,22 @@ class Worker:
                 )
         except LimitExceeded as exc:
             return result_row(task.id, run_id, exc.result)
+        except ConfigError as exc:
+            # A run the log holds paused (its row was lost to a kill) waits for its decisions.
+            paused = await asyncio.to_thread(self._paused_row, task.id, run_id)
+            return paused if paused is not None else error_row(task.id, run_id, exc)
         except Exception as exc:
             return error_row(task.id, run_id, exc)
         return result_row(task.id, run_id, result)
+
+    def _paused_row(self, task_id: str, run_id: str) -> Row | None:
+        """The row of run `run_id` if the log has it paused for approval, else None."""
+        store = self.agent.store
+        info = store.find(run_id) if store is not None else None
+        if store is None or info is None:
+            return None
+        waiting = waiting_calls(store, run_id)
+        return paused_row(task_id, info, waiting) if waiting else None
 
     async def aclose(self) -> None:
         await self.agent.aclose()
@@ -117,6 +138,21 @@ def build_agent(factory: Factory) -> Agent:
     if not isinstance(agent, Agent):
         raise ConfigError(f"the agent factory {name} returned {type(agent).__name__}, not an Agent")
     return agent
+
+
+def factory_spec(factory: Factory) -> str | None:
+    """`"module:function"` that imports `factory` again, or None when nothing would (a lambda,
+    a local function, one defined in a script run as `__main__`)."""
+    if isinstance(factory, str):
+        return factory
+    module = getattr(factory, "__module__", None)
+    name = getattr(factory, "__qualname__", "")
+    if not module or module == "__main__" or module not in sys.modules or "<" in name:
+        return None
+    target: Any = sys.modules[module]
+    for part in name.split("."):
+        target = getattr(target, part, None)
+    return f"{module}:{name}" if target is factory else None
 
 
 def add_settings(agent: Agent, settings: Mapping[str, Any]) -> None:

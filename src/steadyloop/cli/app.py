@@ -16,27 +16,27 @@ from typing import Any, BinaryIO, NoReturn, TypeVar
 import click
 
 from steadyloop.agent import Agent
-from steadyloop.approvals import Approve, Decision, Decisions, Deny, PendingCall
 from steadyloop.cli.approve import terminal_approver
 from steadyloop.cli.batch import batch, render_batch
+from steadyloop.cli.decide import check_decisions, decisions_from_options, resuming_agent
 from steadyloop.cli.ids import find_run, short_id
 from steadyloop.cli.live import make_view
-from steadyloop.cli.options import settings_option, store_option
+from steadyloop.cli.options import logged_tools_option, settings_option, store_option
 from steadyloop.cli.otlp import otlp_export
 from steadyloop.cli.setup import (
-    agent_from_config,
     build_agent,
     load_tools,
     open_store,
     store_path,
 )
-from steadyloop.cli.show import render_runs, render_transcript, transcript_json, usage_json
+from steadyloop.cli.show import render_runs, render_transcript, transcript_json
 from steadyloop.errors import LimitExceeded, SteadyloopError
 from steadyloop.events import Event, RunStarted
 from steadyloop.limits import Limits
 from steadyloop.media import Image
 from steadyloop.output import as_json as as_json_value
 from steadyloop.result import RunResult
+from steadyloop.resume import waiting_calls
 
 __all__ = ["cli"]
 
@@ -162,37 +162,47 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
     metavar="CALL=REASON",
     help="do not run this waiting call; the model reads the reason",
 )
+@click.option(
+    "--edit",
+    "edited",
+    multiple=True,
+    metavar="CALL=JSON",
+    help="run this waiting call with these arguments instead (a JSON object)",
+)
+@click.option(
+    "--agent",
+    "factory",
+    default=None,
+    metavar="MODULE:FUNCTION",
+    help="a function that returns the run's Agent, with its tools (default: the batch's "
+    "factory, or the tools and settings the run logged; the current directory is importable)",
+)
+@logged_tools_option
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @store_option
 def resume(
     run_id: str, model: str | None, approved: tuple[str, ...], denied: tuple[str, ...],
-    as_json: bool, store_url: str | None,
+    edited: tuple[str, ...], factory: str | None, tool_files: tuple[str, ...], as_json: bool,
+    store_url: str | None,
 ) -> None:  # fmt: skip
     """Continue a run that was killed, interrupted or failed, or one paused for approval
-    (decide each waiting call with --approve or --deny)."""
+    (decide each waiting call with --approve, --deny or --edit)."""
+    if factory is not None and tool_files:
+        raise click.UsageError("give --agent or --tools, not both: the agent has its own tools")
+    decisions = decisions_from_options(approved, denied, edited)
     store = _guard(lambda: open_store(store_url))
     info = _guard(lambda: find_run(store, run_id))
-    agent = _guard(lambda: agent_from_config(info.config, store, model=model))
-    decisions = _decisions(approved, denied)
+    waiting = _guard(lambda: waiting_calls(store, info.id))
+    _guard(lambda: check_decisions(info, waiting, decisions))
+    agent = _guard(
+        lambda: resuming_agent(info, store, waiting, model=model, factory=factory, tools=tool_files)
+    )
     _run_to_exit(
         agent,
         lambda notify: agent.resume(info.id, decisions=decisions, on_event=notify),
         as_json,
         run_id=info.id,
     )
-
-
-def _decisions(approved: tuple[str, ...], denied: tuple[str, ...]) -> Decisions | None:
-    """`--approve CALL` and `--deny CALL=REASON` as decisions (None when there are none)."""
-    if not approved and not denied:
-        return None
-    decisions: dict[str | PendingCall, Decision] = {call: Approve() for call in approved}
-    for item in denied:
-        call, _, reason = item.partition("=")
-        if not call:
-            raise click.UsageError(f"--deny takes CALL=REASON, got {item!r}")
-        decisions[call] = Deny(reason)
-    return decisions
 
 
 @cli.command()
@@ -233,30 +243,35 @@ def show(run_id: str, as_json: bool, full: bool, store_url: str | None) -> None:
 
 @cli.command()
 @click.argument("run_id", metavar="RUN")
-@click.option(
-    "--tools",
-    "tool_files",
-    multiple=True,
-    metavar="FILE.py",
-    help="tool files to use instead of the ones the run logged",
-)
+@logged_tools_option
 @click.option(
     "--recorded-tools",
     is_flag=True,
     help="answer tool calls with the logged outputs instead of running the tools",
 )
+@click.option(
+    "--output",
+    "output",
+    metavar="FILE.py:NAME",
+    help="the answer's type, instead of the one the run logged (`run --output`)",
+)
 @store_option
-def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool,
+def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool, output: str | None,
            store_url: str | None) -> None:  # fmt: skip
     """Re-run a logged run with its recorded model replies; report where it diverges."""
     from steadyloop.replay import replay_run
+    from steadyloop.toolfile import load_from_file
 
     store = _guard(lambda: open_store(store_url, read_only=True))
     info = _guard(lambda: find_run(store, run_id))
     files = tool_files or tuple(info.config.get("tool_files", ()))
     tools = [] if recorded_tools else _guard(lambda: load_tools(files))
+    output = output or info.config.get("output")
+    answer_type = _guard(lambda: load_from_file(output)) if output else None
     report = _guard(
-        lambda: asyncio.run(replay_run(store, info.id, tools, recorded_tools=recorded_tools))
+        lambda: asyncio.run(
+            replay_run(store, info.id, tools, recorded_tools=recorded_tools, output=answer_type)
+        )
     )
     if report.divergence is None:
         click.echo(f"replay of {short_id(info.id)} matches the log ({report.entries} entries)")
@@ -453,7 +468,7 @@ def _print_answer(result: RunResult[Any], *, as_json: bool, stopped: str | None 
                 {
                     "output": output,
                     "stop_reason": result.stop_reason,
-                    "usage": usage_json(result.usage),
+                    "usage": result.usage.as_json(),
                     "cost_usd": result.usage.cost_usd,
                     "run_id": result.run_id,
                     "stopped": stopped,

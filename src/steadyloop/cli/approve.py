@@ -1,14 +1,16 @@
 """`steadyloop run --approve`: a person at the terminal decides each gated call, y/n/e.
 
-The question goes to stderr and the answer comes from stdin, read in a thread so the other calls
-of the turn go on meanwhile; the live view stands aside while it is asked. End of input (Ctrl-D)
-leaves the call waiting: the run pauses and `steadyloop resume` decides it later.
+The question goes to stderr and the answer comes from stdin, read on the event loop as it
+arrives, so the other calls of the turn go on meanwhile and Ctrl-C stops the question at once
+(no thread is left waiting for a line); the live view stands aside while it is asked. End of
+input (Ctrl-D) leaves the call waiting: the run pauses and `steadyloop resume` decides it later.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import IO, Any
@@ -17,14 +19,16 @@ from steadyloop.approvals import Approve, Decision, Defer, Deny, Edit, PendingCa
 from steadyloop.cli.live import View
 from steadyloop.context import RunContext
 
-__all__ = ["terminal_approver"]
+__all__ = ["InputLines", "terminal_approver"]
 
 
 def terminal_approver(
-    view: View, read: Callable[[], str] = input, out: IO[str] | None = None
+    view: View, read: Callable[[], str] | None = None, out: IO[str] | None = None
 ) -> Callable[[PendingCall, RunContext[Any]], Any]:
     """An approver that asks y (approve), n (deny, with an optional reason) or e (edit the
-    arguments as JSON) for each call; `read` returns one line and raises EOFError at the end."""
+    arguments as JSON) for each call. `read` returns one line and raises EOFError at the end
+    (it runs in a thread); by default the lines of stdin are read on the event loop."""
+    lines = InputLines(sys.stdin.fileno()) if read is None else None
 
     def write(text: str) -> None:
         stream = out or sys.stderr
@@ -33,6 +37,9 @@ def terminal_approver(
 
     async def ask(prompt: str) -> str:
         write(prompt)
+        if lines is not None:
+            return (await lines.next()).strip()
+        assert read is not None
         return (await asyncio.to_thread(read)).strip()
 
     async def approve(call: PendingCall, ctx: RunContext[Any]) -> Decision:
@@ -69,3 +76,43 @@ async def _edited(ask: Callable[[str], Any], write: Callable[[str], None]) -> di
         write('the arguments must be a JSON object, like {"amount": 10}; try again\n')
         return None
     return value
+
+
+class InputLines:
+    """The lines of file descriptor `fd` (a terminal), read when the event loop sees input, so
+    a question being asked is cancelled at once (by Ctrl-C, SIGTERM) and leaves no thread
+    blocked in a read. Where the loop cannot watch the descriptor (Windows) a thread reads it."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = b""
+
+    async def next(self) -> str:
+        """The next line, without its end; `EOFError` at the end of input."""
+        while b"\n" not in self._buffer:
+            chunk = await self._chunk()
+            if not chunk:
+                if not self._buffer:
+                    raise EOFError
+                chunk = b"\n"  # the last line had no end
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(sys.stdin.encoding or "utf-8", errors="replace")
+
+    async def _chunk(self) -> bytes:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        try:
+            loop.add_reader(self._fd, wake)
+        except NotImplementedError:
+            return await asyncio.to_thread(os.read, self._fd, 4096)
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self._fd)
+        return os.read(self._fd, 4096)

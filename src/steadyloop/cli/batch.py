@@ -10,10 +10,11 @@ from typing import Any, Literal, cast
 
 import click
 
+from steadyloop.agent import Agent
 from steadyloop.cli.options import settings_option, store_option
-from steadyloop.store import RunInfo
+from steadyloop.store import RunInfo, RunLog
 
-__all__ = ["batch", "render_batch"]
+__all__ = ["agent_from_factory", "batch", "importable_here", "render_batch"]
 
 EXIT_UNFINISHED = 1
 MAX_BAD_SHOWN = 20
@@ -88,8 +89,7 @@ def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency
     from steadyloop.cli.app import EXIT_INTERRUPTED, _guard
     from steadyloop.cli.setup import store_path
 
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    importable_here()
     engine: Engine = LocalEngine(concurrency)
     if ray_address is not None:
         from steadyloop.batch.ray import RayEngine
@@ -128,6 +128,26 @@ def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency
     click.echo(report.summary())
     if report.unfinished:
         sys.exit(EXIT_UNFINISHED)
+
+
+def importable_here() -> None:
+    """Lets a `module:function` factory be imported from the current directory."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
+def agent_from_factory(factory: str, store: RunLog, *, model: str | None = None) -> Agent[Any]:
+    """The agent `module:function` makes (as a batch's worker builds it), logging to `store`;
+    `model` replaces its model."""
+    from steadyloop.batch.worker import build_agent
+    from steadyloop.models import resolve_model
+
+    importable_here()
+    agent = build_agent(factory)
+    agent.store = store
+    if model is not None:
+        agent.model = resolve_model(model)
+    return agent
 
 
 def render_batch(name: str, runs: Sequence[RunInfo]) -> str:

@@ -1,5 +1,5 @@
 """Options more than one command takes: `--set KEY=VALUE` (model settings sent with every
-request) and `--store PATH_OR_URL` (the run log)."""
+request), `--store PATH_OR_URL` (the run log) and `--tools FILE.py` for a logged run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-__all__ = ["parse_settings", "settings_option", "store_option"]
+__all__ = ["logged_tools_option", "parse_settings", "settings_option", "store_option"]
 
 
 def parse_settings(values: Sequence[str]) -> dict[str, Any]:
@@ -44,4 +44,12 @@ store_option = click.option(
     metavar="PATH_OR_URL",
     help="the run log: a SQLite path, sqlite:///PATH or postgresql://... "
     "(default: $STEADYLOOP_HOME/runs.db)",
+)
+
+logged_tools_option = click.option(
+    "--tools",
+    "tool_files",
+    multiple=True,
+    metavar="FILE.py",
+    help="tool files to use instead of the ones the run logged",
 )

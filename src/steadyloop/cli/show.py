@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from steadyloop.cli.ids import short_id
+from steadyloop.media import Document, Image
 from steadyloop.messages import (
     AssistantMessage,
     Summary,
@@ -17,15 +18,15 @@ from steadyloop.messages import (
     UserMessage,
     message_from_dict,
 )
-from steadyloop.store import RunInfo, RunLog, ToolRecord
+from steadyloop.store import RunInfo, RunLog, ToolRecord, records
 
 __all__ = [
+    "attachment_text",
     "format_cost",
     "format_tokens",
     "render_runs",
     "render_transcript",
     "transcript_json",
-    "usage_json",
 ]
 
 
@@ -44,15 +45,25 @@ def format_tokens(usage: Usage) -> str:
     return f"{total:,}" if usage.tokens_known else f"≥{total:,}"
 
 
-def usage_json(usage: Usage) -> dict[str, Any]:
-    """A run's usage for JSON output: `total_tokens` is null, and so are the counts, when no
-    reply reported its tokens (unknown is not zero)."""
-    out: dict[str, Any] = usage.to_dict()
-    total = usage.total_tokens
-    if total is None:
-        out.update(input_tokens=None, output_tokens=None)
-    out["total_tokens"] = total
-    return out
+def attachment_text(part: Image | Document) -> str:
+    """What an image or document sent with a prompt was, in a few words (never its bytes):
+    "image: image/png, 12 KB"."""
+    kind = "image" if isinstance(part, Image) else "document"
+    what = [part.name] if isinstance(part, Document) and part.name else []
+    if isinstance(part, Image) and part.url is not None:
+        what.append(part.url)
+    what.append(part.media_type)
+    if part.data:
+        what.append(_size(len(part.data) * 3 // 4 - part.data[-2:].count("=")))
+    return f"{kind}: {', '.join(what)}"
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} bytes"
+    if count < 1024 * 1024:
+        return f"{count / 1024:.0f} KB"
+    return f"{count / (1024 * 1024):.1f} MB"
 
 
 def render_runs(runs: Sequence[RunInfo]) -> str:
@@ -80,7 +91,13 @@ def render_transcript(store: RunLog, run_id: str, *, full: bool = False) -> str:
 
 
 def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[str]:
-    records = store.tool_records(info.id)
+    """The lines of `show`, in the order things happened (see `records.log_order`): an answer
+    a resume gave after a pause comes after the decision that let it run. A result is shown
+    once, as its call finished; its message row is shown only when the model read something
+    else (a result the loop replaced)."""
+    events = store.events(info.id)
+    finished = records.tool_records(events)
+    shown: set[str] = set()
     yield f"run {info.id} · {info.model} · {info.status}" + (
         f" ({info.stop_reason})" if info.stop_reason else ""
     )
@@ -88,7 +105,7 @@ def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[s
         yield f"tokens {format_tokens(info.usage)} · cost {format_cost(info.usage.cost_usd)}"
     if info.error:
         yield f"error: {info.error}"
-    for event in store.events(info.id):
+    for event in records.log_order(events):
         data = event.data
         if event.kind == "model_request":
             yield (
@@ -97,6 +114,7 @@ def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[s
             )
         elif event.kind == "tool_finished":
             record = ToolRecord.from_event(event)
+            shown.add(record.call.id)
             yield from _result_lines(record.result, record, record.duration, full=full)
         elif event.kind == "model_retry":
             yield f"  ↻ model call failed ({data['error']}); attempt {data['attempt']}"
@@ -106,11 +124,22 @@ def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[s
             yield f"instructions: {data['text']}"
         elif event.kind == "decision":
             yield _decision_line(data)
+        elif event.kind == "finished" and data["stop_reason"] == "approval":
+            yield "■ paused: waiting for approval"
         elif event.kind == "message":
             message = message_from_dict(data["message"])
             if data["index"] == info.history and info.history:
                 yield f"\n── {info.history} messages of earlier history above ──"
-            yield from _message_lines(message, records, full=full)
+            if _shown_already(message, finished, shown):
+                continue
+            yield from _message_lines(message, finished, full=full)
+
+
+def _shown_already(message: Any, finished: Mapping[str, ToolRecord], shown: set[str]) -> bool:
+    """True for a result message that repeats what its call's `tool_finished` row showed."""
+    if not isinstance(message, ToolResult) or message.call_id not in shown:
+        return False
+    return bool(message == finished[message.call_id].result)
 
 
 def _decision_line(data: Mapping[str, Any]) -> str:
@@ -128,6 +157,9 @@ def _decision_line(data: Mapping[str, Any]) -> str:
 def _message_lines(message: Any, records: dict[str, Any], *, full: bool) -> Iterator[str]:
     if isinstance(message, UserMessage):
         yield f"user: {message.text}"
+        for part in message.parts:
+            if not isinstance(part, str):
+                yield f"  [{attachment_text(part)}]"
     elif isinstance(message, AssistantMessage):
         if message.text:
             cut = " [cut off by the output limit]" if message.stop_reason == "max_tokens" else ""
@@ -170,7 +202,7 @@ def transcript_json(store: RunLog, run_id: str) -> str:
                 "status": info.status,
                 "stop_reason": info.stop_reason,
                 "error": info.error,
-                "usage": usage_json(info.usage),
+                "usage": info.usage.as_json(),
                 "config": info.config,
             },
             "events": [

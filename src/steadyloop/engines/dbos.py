@@ -16,18 +16,27 @@ A recovered workflow replays the loop rather than resuming it from the run log: 
 that was in flight runs again. Replaying logs every event of the run a second time at the
 sequence number it had, which the log ignores (its appends are idempotent), so the recovered
 run's log is the one a clean run would have left.
+
+The same holds for a run a workflow goes on with (`agent.resume(run_id, decisions=...)`, or
+`agent.run(..., run_id=DBOS.workflow_id, if_exists="resume")`): the reads that decide what the
+run does (`find`, `run`, `events`) are DBOS steps, so a recovered workflow sees the run as its
+first attempt saw it (paused, say, not the "running" its first attempt left) and replays from
+there. The events read are recorded by their numbers: the log keeps every event it holds.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dbos import DBOS
 
 from steadyloop.effects import Effects, ModelCall, ToolInvocation
 from steadyloop.errors import ConfigError
-from steadyloop.events import Event, ModelRequestStarted, ModelRetry
+from steadyloop.events import Event, TextDelta, ToolCallDelta
 from steadyloop.messages import AssistantMessage, Message, Usage
 from steadyloop.store import LoggedEvent, RunInfo, RunLog, ToolRecord
 
@@ -38,6 +47,12 @@ if TYPE_CHECKING:
 __all__ = ["DurableSteps", "WorkflowLog", "durable"]
 
 T = TypeVar("T")
+
+# The events a step's own code emits (a model call's retries, a tool call's decision and end),
+# collected while the step runs: they are part of its recorded output.
+_STEP_EVENTS: contextvars.ContextVar[list[Event] | None] = contextvars.ContextVar(
+    "steadyloop_dbos_step_events", default=None
+)
 
 
 def durable(agent: Agent) -> Agent:
@@ -64,8 +79,9 @@ class DurableSteps(Effects):
     """Runs each model call as the step "model" and each tool call as "tool:NAME" when inside
     a DBOS workflow (outermost, so that other effects run only when the call really does).
 
-    A tool call logs how it finished from inside the call; one that DBOS answers from its
-    record does not run, so `log` is told of it instead.
+    What a call logs from inside it (a model call's retries; a tool call's decision and end)
+    is recorded with the step's output: a call that DBOS answers from its record does not run,
+    so `log` logs those events instead, at their places.
     """
 
     def __init__(self, log: WorkflowLog) -> None:
@@ -74,31 +90,51 @@ class DurableSteps(Effects):
     async def model_call(
         self, call: ModelCall, proceed: Callable[[], Awaitable[AssistantMessage]]
     ) -> AssistantMessage:
-        reply, _ = await _step("model", proceed)
-        return reply
+        return await self._step("model", call.run_id, proceed)
 
     async def tool_call(
         self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
     ) -> ToolCallFinished:
-        finished, ran = await _step(f"tool:{call.call.name}", proceed)
-        if not ran and call.run_id is not None:
-            self._log.replayed(call.run_id, finished)
-        return finished
+        return await self._step(f"tool:{call.call.name}", call.run_id, proceed)
+
+    async def _step(self, name: str, run_id: str | None, proceed: Callable[[], Awaitable[T]]) -> T:
+        """`proceed()` as the DBOS step `name` inside a workflow (as is outside one)."""
+        if DBOS.workflow_id is None:
+            return await proceed()
+        ran = False
+
+        async def body() -> tuple[T, list[Event]]:
+            nonlocal ran
+            ran = True
+            events: list[Event] = []
+            collecting = _STEP_EVENTS.set(events)
+            try:
+                return await proceed(), events
+            finally:
+                _STEP_EVENTS.reset(collecting)
+
+        output, events = await DBOS.run_step_async({"name": name}, body)
+        if not ran and run_id is not None:
+            self._log.replayed(run_id, events)
+        return output
 
 
-async def _step(name: str, proceed: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
-    """`proceed()` as the DBOS step `name` inside a workflow; True when it ran (False when its
-    recorded output was returned)."""
+def _recorded(name: str, read: Callable[[], T]) -> T:
+    """`read()` as the DBOS step `name` inside a workflow: a recovered workflow gets what its
+    first attempt read, so it takes the same path. DBOS runs such a step only off the event
+    loop, so one called on it runs in a thread of its own (a quick read; the loop waits)."""
     if DBOS.workflow_id is None:
-        return await proceed(), True
-    ran = False
+        return read()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return DBOS.run_step({"name": name}, read)
 
-    async def body() -> T:
-        nonlocal ran
-        ran = True
-        return await proceed()
+    def step() -> T:
+        return DBOS.run_step({"name": name}, read)
 
-    return await DBOS.run_step_async({"name": name}, body), ran
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(contextvars.copy_context().run, step).result()
 
 
 class WorkflowLog:
@@ -106,10 +142,13 @@ class WorkflowLog:
     starting a run that is already logged under the running workflow's id replays it.
 
     Replaying a run claims it and logs its events again from the top (each a no-op where it is
-    already logged). Calls answered from DBOS's record do not log what they logged from inside
-    when they ran: a model call's retries are logged again from the log itself, and a tool
-    call's end from its recorded outcome (`replayed`), each at its place, so every later event
-    keeps its own. Everything else is the wrapped log's.
+    already logged); the events of calls DBOS answers from its record come from that record
+    (`replayed`), so every later event keeps its place.
+
+    In a workflow, `find`, `run` and `events` are DBOS steps, and a run resumed there logs on
+    from the events the workflow's first attempt read: a recovered `resume` (or
+    `if_exists="resume"`) replays from where that attempt started. Everything else is the
+    wrapped log's.
     """
 
     def __init__(self, log: RunLog) -> None:
@@ -117,7 +156,6 @@ class WorkflowLog:
         self.location = log.location
         self.read_only = log.read_only
         self.blocking_io = log.blocking_io
-        self._retries: dict[str, dict[int, list[ModelRetry]]] = {}
         self._recorders: dict[str, Callable[[Event], None]] = {}
 
     def start_run(
@@ -133,32 +171,36 @@ class WorkflowLog:
         run_id = run_id if run_id is not None else workflow
         if run_id is not None and run_id == workflow and self.log.find(run_id) is not None:
             self.log.claim(run_id)
-            self._retries[run_id] = _retries(self.log.events(run_id))
             self.log.mark(run_id, "running")
             return run_id
         return self.log.start_run(
             model=model, prompt=prompt, history=history, config=config, run_id=run_id
         )
 
-    def recorder(self, run_id: str, next_seq: int | None = None) -> Callable[[Event], None]:
-        record = self.log.recorder(run_id, next_seq)
-        retries = self._retries.pop(run_id, {})
+    def recorder(
+        self, run_id: str, next_seq: int | None = None, seen: Sequence[LoggedEvent] | None = None
+    ) -> Callable[[Event], None]:
+        if next_seq is None and seen is None:
+            seen = self.events(run_id)  # in a workflow, as its first attempt read them
+        record = self.log.recorder(run_id, next_seq, seen)
 
         def recorded(event: Event) -> None:
             record(event)
-            if isinstance(event, ModelRequestStarted):
-                for retry in retries.pop(event.turn, ()):
-                    record(retry)
+            collected = _STEP_EVENTS.get()
+            if collected is not None and not isinstance(event, TextDelta | ToolCallDelta):
+                collected.append(event)
 
         if DBOS.workflow_id is not None:
             self._recorders[run_id] = recorded
         return recorded
 
-    def replayed(self, run_id: str, finished: ToolCallFinished) -> None:
-        """Logs the end of a tool call of run `run_id` that DBOS answered from its record."""
+    def replayed(self, run_id: str, events: Iterable[Event]) -> None:
+        """Logs the events a call of run `run_id` logged from inside it, when DBOS answered
+        the call from its record instead of running it."""
         record = self._recorders.get(run_id)
         if record is not None:
-            record(finished)
+            for event in events:
+                record(event)
 
     async def commit(self, run_id: str) -> None:
         await self.log.commit(run_id)
@@ -182,16 +224,20 @@ class WorkflowLog:
         return self.log.runs(limit)
 
     def run(self, run_id: str) -> RunInfo:
-        return self.log.run(run_id)
+        return _recorded("steadyloop:run", lambda: self.log.run(run_id))
 
     def find(self, run_id: str) -> RunInfo | None:
-        return self.log.find(run_id)
+        return _recorded("steadyloop:find", lambda: self.log.find(run_id))
 
     def runs_with_prefix(self, prefix: str, limit: int = 2) -> list[RunInfo]:
         return self.log.runs_with_prefix(prefix, limit)
 
     def events(self, run_id: str) -> list[LoggedEvent]:
-        return self.log.events(run_id)
+        """The run's events; in a workflow, those its first attempt read (by their numbers),
+        not those an earlier attempt logged since."""
+        events = self.log.events(run_id)
+        seqs = set(_recorded("steadyloop:events", lambda: [event.seq for event in events]))
+        return [event for event in events if event.seq in seqs]
 
     def messages(self, run_id: str) -> tuple[Message, ...]:
         return self.log.messages(run_id)
@@ -207,12 +253,3 @@ class WorkflowLog:
 
     def close(self) -> None:
         self.log.close()
-
-
-def _retries(events: Iterable[LoggedEvent]) -> dict[int, list[ModelRetry]]:
-    """The logged retries of each turn's model call."""
-    retries: dict[int, list[ModelRetry]] = {}
-    for event in events:
-        if event.kind == "model_retry":
-            retries.setdefault(event.data["turn"], []).append(ModelRetry(**event.data))
-    return retries

@@ -28,8 +28,9 @@ from steadyloop.messages import AssistantMessage
 from steadyloop.models.anthropic_wire import PROVIDER, StreamAssembler, build_request, parse_message
 from steadyloop.models.base import Model, ModelRequest, StreamPart
 from steadyloop.models.deadline import Deadline
-from steadyloop.models.wire import ToolNames, request_settings
+from steadyloop.models.wire import ToolNames, own_settings, request_settings
 from steadyloop.retry import retry_after
+from steadyloop.secrets import Redactor, clean_key, secrets_kept, shown_location
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -48,7 +49,9 @@ _CONTEXT_LIMITS = (
     re.compile(r"prompt is too long: \d+ tokens > (\d+) maximum"),
     re.compile(r"input length and `max_tokens` exceed context limit: \d+ \+ \d+ > (\d+)"),
 )
-_RESERVED = frozenset({"model", "max_tokens", "messages", "system", "tools", "stream"})
+# Request fields the adapter and the agent fill in, which settings may not replace.
+OWNED_SETTINGS = frozenset({"model", "max_tokens", "messages", "system", "tools", "stream"})
+OWNED_ADVICE = "use max_tokens=..., Agent(instructions=..., tools=...)"
 # The SDK refuses a plain (not streamed) request whose max_tokens could take over 10 minutes:
 # above 21,333 tokens, or 8,192 for some models. Larger replies are streamed.
 NONSTREAMING_MAX_TOKENS = 8_192
@@ -65,8 +68,11 @@ class AnthropicModel(Model):
 
     Args:
         model: the model id, e.g. "claude-sonnet-4-6".
-        base_url: the API root (default: `ANTHROPIC_BASE_URL`, else Anthropic's).
-        api_key: the key (default: `ANTHROPIC_API_KEY`); checked here, not at the first call.
+        base_url: the API root (default: `ANTHROPIC_BASE_URL`, else Anthropic's). Errors show
+            it without its password.
+        api_key: the key (default: `ANTHROPIC_API_KEY`, else the bearer token
+            `ANTHROPIC_AUTH_TOKEN`), less surrounding whitespace and line endings; checked
+            here, not at the first call. No error text ever quotes it.
         client: an `anthropic.AsyncAnthropic` to use instead of one made from base_url,
             api_key and max_retries; `aclose` leaves it open.
         max_tokens: the output limit of each reply. Above what the SDK allows without
@@ -82,7 +88,8 @@ class AnthropicModel(Model):
             `{"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}` (left out of
             requests without tools) or `{"thinking": {"type": "enabled", "budget_tokens": 2048}}`.
             With thinking on, each reply's thinking blocks are replayed before its tool calls,
-            as the API requires; with it off they are left out.
+            as the API requires; with it off they are left out. A field the adapter fills in
+            itself (`OWNED_SETTINGS`: model, max_tokens, messages...) is a `ConfigError`.
     """
 
     def __init__(
@@ -103,12 +110,7 @@ class AnthropicModel(Model):
             )
         if max_tokens < 1:
             raise ConfigError(f"max_tokens must be >= 1, got {max_tokens}")
-        reserved = sorted(_RESERVED.intersection(settings or {}))
-        if reserved:
-            raise ConfigError(
-                f"settings may not set {', '.join(reserved)}: the model and the agent set them "
-                "(use max_tokens=..., Agent(instructions=..., tools=...))"
-            )
+        self.settings = own_settings(settings, OWNED_SETTINGS, OWNED_ADVICE)
         if client is not None and (base_url, api_key) != (None, None):
             raise ConfigError("pass either client=... or base_url/api_key, not both")
         try:
@@ -118,17 +120,16 @@ class AnthropicModel(Model):
         self.model = model
         self.name = f"{PROVIDER}:{model}"
         self.max_tokens = max_tokens
-        self.settings = dict(settings or {})
         self._sdk = anthropic
         self._owns_client = client is None
         if client is None:
-            key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-            if not key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-                raise ConfigError(MISSING_KEY_TEXT)
+            key, token = _credentials(api_key)
             client = anthropic.AsyncAnthropic(
-                api_key=api_key, base_url=base_url, max_retries=max_retries
+                api_key=key, auth_token=token, base_url=base_url, max_retries=max_retries
             )
         self._client = client
+        self._redact = Redactor([client.api_key, client.auth_token])
+        self._shown_url = shown_location(str(client.base_url))
         self.timeout = timeout
 
     async def request(self, request: ModelRequest) -> AssistantMessage:
@@ -202,25 +203,44 @@ class AnthropicModel(Model):
 
     @contextmanager
     def _mapped_errors(self) -> Iterator[None]:
-        """Turns the SDK's exceptions (and the transport's, mid-stream) into steadyloop's."""
+        """Turns the SDK's exceptions (and the transport's, mid-stream) into steadyloop's, with
+        no key or URL password in their text."""
         sdk = self._sdk
-        try:
-            yield
-        except sdk.APIStatusError as exc:
-            headers = exc.response.headers
-            raise error_from_response(exc.status_code, exc.body, headers, model=self.name) from exc
-        except sdk.APIConnectionError as exc:
-            raise ModelError(
-                f"{self.name}: could not reach {self._client.base_url}: {exc}",
-                retryable=True,
-                provider=PROVIDER,
-            ) from exc
-        except _transport_errors() as exc:
-            raise ModelError(
-                f"{self.name}: the connection broke during the reply: {exc}",
-                retryable=True,
-                provider=PROVIDER,
-            ) from exc
+        with secrets_kept(self._redact):
+            try:
+                yield
+            except sdk.APIStatusError as exc:
+                headers = exc.response.headers
+                raise error_from_response(
+                    exc.status_code, exc.body, headers, model=self.name
+                ) from exc
+            except sdk.APIConnectionError as exc:
+                raise ModelError(
+                    f"{self.name}: could not reach {self._shown_url}: {exc}",
+                    retryable=True,
+                    provider=PROVIDER,
+                ) from exc
+            except _transport_errors() as exc:
+                raise ModelError(
+                    f"{self.name}: the connection broke during the reply: {exc}",
+                    retryable=True,
+                    provider=PROVIDER,
+                ) from exc
+
+
+def _credentials(api_key: str | None) -> tuple[str | None, str | None]:
+    """The key, or else the bearer token, to send: `api_key`, `ANTHROPIC_API_KEY` or
+    `ANTHROPIC_AUTH_TOKEN`, less surrounding whitespace; neither is a `ConfigError`."""
+    for value, source in (
+        (api_key, "api_key"),
+        (os.environ.get("ANTHROPIC_API_KEY"), "ANTHROPIC_API_KEY"),
+    ):
+        if value and value.strip():
+            return clean_key(value, source), None
+    token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    if token and token.strip():
+        return None, clean_key(token, "ANTHROPIC_AUTH_TOKEN")
+    raise ConfigError(MISSING_KEY_TEXT)
 
 
 def error_from_response(

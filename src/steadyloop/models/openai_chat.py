@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from steadyloop.errors import ConfigError, ModelError
@@ -39,9 +40,11 @@ from steadyloop.models.wire import (
     MediaRules,
     ToolNames,
     document_text,
+    own_settings,
     prepare_history,
     request_settings,
 )
+from steadyloop.secrets import Redactor, clean_key, secrets_kept, shown_location
 from steadyloop.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -65,6 +68,9 @@ NO_KEY_HINT = (
     "{env} is not set: export it, pass api_key=..., or use --model test "
     "(Agent('test')) to run offline"
 )
+# Request fields the adapter and the agent fill in, which settings may not replace.
+CHAT_OWNED = frozenset({"model", "messages", "stream", "stream_options", "tools"})
+OWNED_ADVICE = "name the model in the model spec; give the Agent instructions=... and tools=..."
 _STOP_REASONS = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -78,8 +84,11 @@ class OpenAIModel(Model):
 
     Args:
         model: the provider's model name, e.g. "gpt-4.1-mini".
-        base_url: the API root (default: `OPENAI_BASE_URL`, else api.openai.com).
-        api_key: the key (default: `OPENAI_API_KEY`); missing is a `ConfigError` right away.
+        base_url: the API root (default: `OPENAI_BASE_URL`, else api.openai.com). Errors show
+            it without its password.
+        api_key: the key (default: `OPENAI_API_KEY`), less surrounding whitespace and line
+            endings; missing, or with a character a header cannot carry, is a `ConfigError`
+            right away. No error text ever quotes it.
         client: a ready `openai.AsyncOpenAI` to use instead of building one.
         max_retries: the SDK's own retries of 429/5xx/connection errors. 0 by default: the
             agent's loop retries the model call (`Agent(model_retries=...)`), and a second
@@ -88,7 +97,9 @@ class OpenAIModel(Model):
             keeps the connection busy with keep-alive comments is cut off too; running out is a
             retryable `ModelError`. The SDK keeps its own limits on connecting and on silence.
         parallel_tool_calls: sent only when set and the request has tools.
-        settings: extra request fields (temperature, max_tokens, ...), sent as given.
+        settings: extra request fields (temperature, max_tokens, ...), sent as given; one
+            the adapter fills in itself (`owned_settings`: model, messages, stream...) is a
+            `ConfigError`.
         image_urls, pdfs: whether the server fetches image URLs and reads PDF files in a
             prompt (OpenAI's does; many compatible servers do not): a prompt with one it
             cannot take is a `ConfigError` before anything is sent.
@@ -97,6 +108,7 @@ class OpenAIModel(Model):
     """
 
     provider = "openai"
+    owned_settings: frozenset[str] = CHAT_OWNED
 
     def __init__(
         self,
@@ -120,7 +132,7 @@ class OpenAIModel(Model):
         self.name = name or f"{self.provider}:{model}"
         self.timeout = timeout
         self.parallel_tool_calls = parallel_tool_calls
-        self.settings = dict(settings or {})
+        self.settings = own_settings(settings, self.owned_settings, OWNED_ADVICE)
         self.hint = KeyHint(key_env)
         self.media = MediaRules(self.name, image_urls=image_urls, pdfs=pdfs)
         self._owns_client = client is None
@@ -129,6 +141,8 @@ class OpenAIModel(Model):
             if client is not None
             else self._make_client(base_url, api_key, max_retries, key_env)
         )
+        self._redact = Redactor([self.client.api_key])
+        self._shown_url = shown_location(str(self.client.base_url))
 
     @staticmethod
     def _make_client(
@@ -141,15 +155,21 @@ class OpenAIModel(Model):
             import openai
         except ModuleNotFoundError as exc:
             raise ConfigError(INSTALL_HINT) from exc
-        key = api_key or (os.environ.get(key_env) if key_env else None)
+        key = _key(api_key, key_env)
         if not key:
             if key_env is not None:
                 raise ConfigError(NO_KEY_HINT.format(env=key_env))
             key = "no-key"  # local servers ignore it, the SDK insists on one
         return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
 
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SDK exceptions mapped to steadyloop's, with no key or URL password in their text."""
+        with secrets_kept(self._redact), openai_errors(self.name, self.hint, self._shown_url):
+            yield
+
     async def _post(self, path: str, body: dict[str, Any]) -> Mapping[str, Any]:
-        with openai_errors(self.name, self.hint, self.client.base_url):
+        with self._errors():
             async with Deadline(self.timeout, self.name):
                 data = await self.client.post(path, body=body, cast_to=object)
         if not isinstance(data, Mapping):
@@ -165,7 +185,7 @@ class OpenAIModel(Model):
         from openai import AsyncStream
 
         deadline = Deadline(self.timeout, self.name)
-        with openai_errors(self.name, self.hint, self.client.base_url):
+        with self._errors():
             async with deadline:
                 stream = await self.client.post(
                     path, body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
@@ -180,6 +200,14 @@ class OpenAIModel(Model):
     async def aclose(self) -> None:
         if self._owns_client:
             await self.client.close()
+
+
+def _key(api_key: str | None, key_env: str | None) -> str:
+    """`api_key`, else the value of `key_env`, less surrounding whitespace ("" for none)."""
+    if api_key:
+        return clean_key(api_key, "api_key")
+    value = os.environ.get(key_env) if key_env else None
+    return clean_key(value, key_env) if value and key_env else ""
 
 
 class OpenAIChatModel(OpenAIModel):

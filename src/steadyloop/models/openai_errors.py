@@ -58,9 +58,10 @@ class KeyHint:
 
 
 @contextmanager
-def openai_errors(provider: str, hint: KeyHint, base_url: object = None) -> Iterator[None]:
+def openai_errors(provider: str, hint: KeyHint, base_url: str | None = None) -> Iterator[None]:
     """Maps every `openai` SDK exception raised inside the block to a steadyloop error; a
-    connection error names `base_url`, so the server that is down is plain to see."""
+    connection error names `base_url` (given without its password), so the server that is
+    down is plain to see."""
     import openai
 
     try:

@@ -54,6 +54,20 @@ __all__ = [
 PROVIDER = "openai-responses"
 RESPONSES_IDS = IdRules(max_length=64)
 _REASONING_KEYS = ("type", "id", "summary", "encrypted_content", "content")
+# Request fields the adapter and the agent fill in: a stateless request carries the whole
+# input and never points at a stored response.
+RESPONSES_OWNED = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "previous_response_id",
+        "store",
+        "stream",
+        "stream_options",
+        "tools",
+    }
+)
 
 
 class OpenAIResponsesModel(OpenAIModel):
@@ -65,6 +79,7 @@ class OpenAIResponsesModel(OpenAIModel):
     """
 
     provider = PROVIDER
+    owned_settings = RESPONSES_OWNED
 
     def __init__(
         self, model: str, *, reasoning: Mapping[str, Any] | None = None, **options: Any

@@ -30,6 +30,7 @@ __all__ = [
     "MediaRules",
     "ToolNames",
     "document_text",
+    "own_settings",
     "prepare_history",
     "request_settings",
     "valid_tool_names",
@@ -209,6 +210,22 @@ def _orphan_as_text(result: ToolResult) -> UserMessage:
 # Settings that only mean something beside a list of tools: a request without tools (a
 # compaction summary, an agent without tools) that carried them would be refused (400).
 TOOL_SETTINGS = frozenset({"tool_choice", "parallel_tool_calls", "disable_parallel_tool_use"})
+
+
+def own_settings(
+    settings: Mapping[str, Any] | None, owned: Iterable[str], advice: str
+) -> dict[str, Any]:
+    """A copy of a model's `settings`; a `ConfigError` when one names a field the adapter
+    fills in itself (`owned`: the model, the messages, streaming, the tools...). Sent anyway,
+    it would replace that field: another model than the one the cost is priced as, no
+    messages, a plain reply where a stream is read. `advice` says where the value belongs."""
+    given = dict(settings or {})
+    clash = sorted(set(owned).intersection(given))
+    if clash:
+        raise ConfigError(
+            f"settings may not set {', '.join(clash)}: the model and the agent set them ({advice})"
+        )
+    return given
 
 
 def request_settings(settings: Mapping[str, Any], *, has_tools: bool) -> dict[str, Any]:

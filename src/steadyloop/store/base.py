@@ -107,16 +107,20 @@ class SqlLog:
         self._writer.submit(RunRow(run_id, time.time(), model, prompt, tuple(history), config))
         return run_id
 
-    def recorder(self, run_id: str, next_seq: int | None = None) -> Callable[[Event], None]:
+    def recorder(
+        self, run_id: str, next_seq: int | None = None, seen: Sequence[LoggedEvent] | None = None
+    ) -> Callable[[Event], None]:
         """A callback that logs each event of run `run_id` as it happens.
 
         `next_seq` is the sequence number of its next event when the caller knows it (a run
         just started logs its history as events 0..n-1); otherwise it is read from the log,
-        with the slots its last reply reserved for answers still missing.
+        with the slots its last reply reserved for answers still missing. `seen`: the run's
+        events to go on from instead of the log's (a DBOS workflow goes on from the events it
+        read the first time it ran, see `engines.dbos`).
         """
         slots: dict[str, int] = {}
         if next_seq is None:
-            next_seq, slots = records.next_seqs(self.events(run_id))
+            next_seq, slots = records.next_seqs(self.events(run_id) if seen is None else seen)
         return records.recorder(run_id, next_seq, slots, self._writer.submit)
 
     async def commit(self, run_id: str) -> None:
@@ -124,6 +128,8 @@ class SqlLog:
         loop; raises `RunLogError` when a write of run `run_id` failed."""
         await self._writer.commit()
         failure = self._writer.failure(run_id)
+        if isinstance(failure, RunLogError):  # the store's own word on it (a claim lost)
+            raise RunLogError(str(failure), run_id) from failure
         if failure is not None:
             raise RunLogError(
                 f"run {run_id} stopped: writing the run log {self.location} failed "
@@ -171,9 +177,10 @@ class SqlLog:
     def runs_with_prefix(self, prefix: str, limit: int = 2) -> list[RunInfo]:
         """Runs whose id starts with `prefix` (at most `limit`), for the command line."""
         self.flush()
-        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        # Not LIKE: SQLite's ignores case, and the prefix may hold its wildcards (% and _).
         rows = self._read(
-            "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?", (pattern, limit)
+            "SELECT * FROM runs WHERE substr(id, 1, length(?)) = ? ORDER BY id LIMIT ?",
+            (prefix, prefix, limit),
         )
         return [RunInfo.from_row(row) for row in rows]
 

@@ -2,42 +2,72 @@
 
 The same tables and rules as the SQLite store (see `steadyloop.store.base`). Reads go through a
 psycopg 3 connection pool that checks a connection before handing it out, so a dropped
-connection is replaced, not reported; the background writer has a connection of its own, sends
-each commit's rows as one multi-row INSERT, and reconnects when its connection drops (the rows
-of a failed transaction are written again: appends are idempotent). A run is live while its
-process holds a session-level advisory lock on a connection kept for that purpose; Postgres
-drops the lock when that session ends, however the process ends.
+connection is replaced, not reported. Writes and claims share one session of the store's own
+(`_Session`): the background writer sends each commit's rows as one multi-row INSERT, and
+reconnects when the session drops (the rows of a failed transaction are written again: appends
+are idempotent). A run is live while its process holds a session-level advisory lock on that
+session; Postgres drops the lock when the session ends, however the process ends, and a
+session the database ended under a live run is replaced at once and claims its runs again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
+import os
+import select
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from steadyloop.errors import ConfigError, RunLogError
+from steadyloop.secrets import shown_location
 from steadyloop.store.base import SqlLog, tables
 from steadyloop.store.records import EventRow, FinishRow, Row, RunRow, StatusRow
 from steadyloop.store.writer import LogWriter
 
 try:
     import psycopg
+    from psycopg.conninfo import conninfo_to_dict
     from psycopg_pool import ConnectionPool
 except ImportError as exc:  # this module is imported only when a Postgres log is opened
     raise ConfigError(
         "a Postgres run log needs psycopg: pip install 'steadyloop[postgres]'"
     ) from exc
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresStore", "claim_key"]
+
+logger = logging.getLogger("steadyloop.store")
 
 SCHEMA_VERSION = 1
 # Advisory-lock key that serialises schema migrations of one database.
 _MIGRATION_LOCK = 0x5354_4541_4459  # "STEADY"
+# While runs are live: how often an idle session is pinged (keeps it from being dropped as
+# idle by whatever sits in between, and finds a dead one), and how soon a session that could
+# not be replaced is tried again.
+PING_SECONDS = 5.0
+RECONNECT_SECONDS = 0.2
+# How long a new session waits for the old one to let go of its claims.
+TAKE_BACK_SECONDS = 5.0
+# libpq settings used unless the URL sets them: give up on a server that does not answer, and
+# notice a connection the network dropped without a word.
+_CONNECT_DEFAULTS = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 
+# The server process holding a run's claim, by `_lock_tag`.
+HOLDER = (
+    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
+    "AND classid = %s::bigint::oid AND objid = %s::bigint::oid "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
 INSERT_RUN = "INSERT INTO runs VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 FINISH_RUN = "UPDATE runs SET status = %s, stop_reason = %s, usage = %s, updated = %s WHERE id = %s"
 SET_STATUS = (
@@ -53,32 +83,47 @@ class PostgresStore(SqlLog):
 
     def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 4) -> None:
         self.url = url
-        self.location = _without_password(url)
+        self.location = shown_location(url)
         self.read_only = read_only
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=pool_size,
-            open=False,
-            check=ConnectionPool.check_connection,
-            kwargs={"autocommit": True, "prepare_threshold": None},
-        )
+        lock = threading.Lock()
+        session = _Session(url, self.location, lock)
+        pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         try:
-            self._pool.open(wait=True, timeout=10)
+            options = _connect_options(url)
+            # First one connection of our own: a server that refuses or is not there is one
+            # clear error at once, not a pool trying again for seconds.
+            session.connect()
+            if read_only:
+                session.disconnect()
+            pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=pool_size,
+                open=False,
+                check=ConnectionPool.check_connection,
+                kwargs={"autocommit": True, "prepare_threshold": None, **options},
+            )
+            pool.open(wait=True, timeout=10)
+            self._pool = pool
             if not read_only:
                 self._migrate()
-        except psycopg.Error as exc:
-            self._pool.close()
-            raise ConfigError(f"cannot open the run log {self.location}: {exc}") from exc
-        except Exception:
-            self._pool.close()
+        except BaseException as exc:
+            session.close()
+            if pool is not None:
+                pool.close()
+            if isinstance(exc, psycopg.Error):  # its text may quote the URL: not chained
+                message = f"cannot open the run log {self.location}: {self._said(exc)}"
+                raise ConfigError(message) from None
             raise
-        backend = _Backend(url)
-        self._writer = LogWriter(backend, threading.Lock())
-        self._claims = _Claims(url)
-        self._closer = weakref.finalize(
-            self, _close, self._writer, backend, self._claims, self._pool
-        )
+        self._session = session
+        self._writer = LogWriter(session, lock)
+        self._closer = weakref.finalize(self, _close, self._writer, session, pool)
+
+    def _said(self, exc: BaseException) -> str:
+        """A driver error's text on one line (libpq puts hints on lines of their own), with
+        the URL, should it quote it, as `location` shows it."""
+        lines = (line.strip() for line in str(exc).replace(self.url, self.location).splitlines())
+        return "; ".join(line for line in lines if line)
 
     def _migrate(self) -> None:
         with self._pool.connection() as conn, conn.transaction():
@@ -104,14 +149,23 @@ class PostgresStore(SqlLog):
         self._closer()
 
     def claim(self, run_id: str) -> None:
-        if not self._claims.take(run_id):
+        """Marks run `run_id` live in this process; `ConfigError` when it is live elsewhere."""
+        try:
+            claimed = self._session.claim(run_id)
+        except psycopg.Error as exc:
+            raise RunLogError(
+                f"cannot claim run {run_id} in the run log {self.location}: {self._said(exc)}",
+                run_id,
+            ) from exc
+        if not claimed:
             raise ConfigError(
                 f"run {run_id} is still running (in this or another process); wait for it to "
                 "finish or stop it, then resume it"
             )
 
     def release(self, run_id: str) -> None:
-        self._claims.drop(run_id)
+        """Ends run `run_id`'s claim: it is no longer live here."""
+        self._session.release(run_id)
         self._writer.forget(run_id)
 
     def _read(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
@@ -120,7 +174,11 @@ class PostgresStore(SqlLog):
                 rows: list[Any] = conn.execute(sql.replace("?", "%s"), parameters).fetchall()
                 return rows
         except psycopg.Error as exc:
-            raise RunLogError(f"reading the run log {self.location} failed: {exc}") from exc
+            if self.read_only and isinstance(exc, psycopg.errors.UndefinedTable):
+                return []  # no run was ever logged there: only a writer makes the tables
+            raise RunLogError(
+                f"reading the run log {self.location} failed: {self._said(exc)}"
+            ) from exc
 
     def _import(self, run: Sequence[Any], events: Sequence[Sequence[Any]]) -> None:
         self.flush()
@@ -131,23 +189,49 @@ class PostgresStore(SqlLog):
         except psycopg.errors.UniqueViolation as exc:
             raise ConfigError(f"run {run[0]} is already in {self.location}") from exc
         except psycopg.Error as exc:
-            raise RunLogError(f"importing into the run log {self.location} failed: {exc}") from exc
+            raise RunLogError(
+                f"importing into the run log {self.location} failed: {self._said(exc)}"
+            ) from exc
 
 
-class _Backend:
-    """The writer's own connection; replaced when it drops."""
+class _ClaimLost(RunLogError):
+    """A run's claim went with a dropped session, and another process has the run now."""
 
-    def __init__(self, url: str) -> None:
+
+class _Session:
+    """The store's own database session: the writer's connection, and the claims of its live
+    runs as session-level advisory locks.
+
+    One session does both, so a row of a claimed run is only ever committed by a session that
+    holds its claim: when the session ends, the claims and any transaction in flight end with it.
+    A new session claims the runs again before it writes anything; a run someone else claimed
+    meanwhile is lost here, and its rows are refused (`_ClaimLost`, the run stops) instead of
+    written. A watcher thread keeps the session going while it holds claims: it reconnects as
+    soon as the server ends the session (its socket turns readable while nobody uses it), pings
+    it now and then, and the session asks the server not to end it for idling.
+
+    `lock` (the writer's) guards the connection: the writer holds it around `begin` ... `commit`,
+    and `claim`, `release` and the watcher take it themselves.
+    """
+
+    def __init__(self, url: str, location: str, lock: threading.Lock) -> None:
         self._url = url
+        self._location = location
+        self._lock = lock
         self._conn: psycopg.Connection[Any] | None = None
+        # The server processes of this store's sessions since its claims were last all held by
+        # one: a claim still held by one of them is ours to take back.
+        self._pids: set[int] = set()
+        self._held: set[str] = set()
+        self._lost: set[str] = set()
+        self._watcher: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)  # a wake-up nobody reads yet is not waited for
 
-    def _connection(self) -> psycopg.Connection[Any]:
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            with contextlib.suppress(Exception):
-                if self._conn is not None:
-                    self._conn.close()
-            self._conn = psycopg.connect(self._url, prepare_threshold=None)
-        return self._conn
+    # -- the writer's backend (called with `lock` held) ----------------------------------------
+
+    commits_here = False
 
     def begin(self, *, wait: bool) -> bool:
         # A commit is a round trip to the server: never on the caller's (event loop's) thread.
@@ -157,9 +241,18 @@ class _Backend:
         return True
 
     def write(self, rows: Sequence[Row]) -> None:
-        conn = self._connection()
+        conn = self._connection()  # a new session first claims this process's runs again
+        for row in rows:
+            if row.run_id in self._lost and not isinstance(row, StatusRow):
+                raise _ClaimLost(
+                    f"run {row.run_id} stopped: this process lost its connection to the run log "
+                    f"{self._location} and another process has taken it over; it goes on "
+                    f"there (`steadyloop show {row.run_id}` tells how far it got)"
+                )
         events: list[tuple[Any, ...]] = []
         for row in rows:
+            if row.run_id in self._lost:
+                continue  # a status a stopped run would set is the new owner's to set
             if isinstance(row, EventRow):
                 events.append(row.values())
                 continue
@@ -185,53 +278,186 @@ class _Backend:
     def upkeep(self) -> None:
         """Nothing to do: Postgres keeps itself."""
 
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
+    # -- claims --------------------------------------------------------------------------------
 
-
-class _Claims:
-    """Session-level advisory locks, one per live run, on a connection kept for them."""
-
-    def __init__(self, url: str) -> None:
-        self._url = url
-        self._conn: psycopg.Connection[Any] | None = None
-        self._held: set[str] = set()
-        self._guard = threading.Lock()
-
-    def take(self, run_id: str) -> bool:
-        with self._guard:
+    def claim(self, run_id: str) -> bool:
+        """Claims run `run_id` for this process; False when a live run holds it (here or in
+        another process). A session that dropped unnoticed is replaced, once."""
+        with self._lock:
             if run_id in self._held:
                 return False
-            row = (
-                self._connection()
-                .execute("SELECT pg_try_advisory_lock(%s)", (_key(run_id),))
-                .fetchone()
-            )
-            if not (row and row[0]):
-                return False
-            self._held.add(run_id)
-            return True
+            try:
+                taken = _try_lock(self._connection(), run_id)
+            except psycopg.OperationalError:
+                self._disconnect()
+                taken = _try_lock(self._connection(), run_id)
+            if taken:
+                self._held.add(run_id)
+                self._lost.discard(run_id)
+        if taken:
+            self._watch()
+        return taken
 
-    def drop(self, run_id: str) -> None:
-        with self._guard:
-            if run_id in self._held:
-                self._held.discard(run_id)
-                with contextlib.suppress(psycopg.Error):
-                    self._connection().execute("SELECT pg_advisory_unlock(%s)", (_key(run_id),))
+    def release(self, run_id: str) -> None:
+        """Ends this process's claim on run `run_id` (a no-op when it holds none)."""
+        with self._lock:
+            self._lost.discard(run_id)
+            if run_id not in self._held:
+                return
+            self._held.discard(run_id)
+            conn = self._conn
+            if conn is not None and not conn.broken:
+                with contextlib.suppress(psycopg.Error):  # a dropped session holds nothing
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (claim_key(run_id),))
+                    conn.commit()
+
+    # -- the session ---------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Opens the session now (a store opens it before anything else, to fail fast)."""
+        with self._lock:
+            self._connection()
+
+    def disconnect(self) -> None:
+        """Ends the session for now (the next write or claim opens another)."""
+        with self._lock:
+            self._disconnect()
 
     def _connection(self) -> psycopg.Connection[Any]:
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            # A new session: the old one's locks went with it.
-            self._held.clear()
-            self._conn = psycopg.connect(self._url, autocommit=True, prepare_threshold=None)
-        return self._conn
+        """The session, a new one when it ended; a new one claims this process's runs again."""
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        self._disconnect()
+        conn = psycopg.connect(self._url, prepare_threshold=None, **_connect_options(self._url))
+        try:
+            with contextlib.suppress(psycopg.errors.UndefinedObject):  # before Postgres 14
+                conn.execute("SET idle_session_timeout = 0")  # claims must not idle away
+            conn.commit()
+            self._pids.add(conn.info.backend_pid)
+            for run_id in sorted(self._held):
+                if not self._take_back(conn, run_id):
+                    self._held.discard(run_id)
+                    self._lost.add(run_id)
+                    logger.info("run %s was taken over while this process was cut off", run_id)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self._pids = conn, {conn.info.backend_pid}
+        self._wake()  # the watcher watches the new socket
+        return conn
+
+    def _take_back(self, conn: psycopg.Connection[Any], run_id: str) -> bool:
+        """Claims run `run_id` again on the new session `conn`; False when another process has
+        it. The old session may still hold it: on its way out, or cut off from us by the network
+        while the server keeps it. Its claims are ours, so it is ended and they are taken back
+        (for at most `TAKE_BACK_SECONDS`)."""
+        deadline = time.monotonic() + TAKE_BACK_SECONDS
+        while not _try_lock(conn, run_id):
+            row = conn.execute(HOLDER, _lock_tag(claim_key(run_id))).fetchone()
+            conn.commit()
+            holder = None if row is None else row[0]  # None: let go meanwhile
+            if holder not in self._pids | {None} or time.monotonic() > deadline:
+                return False
+            if holder is not None:
+                try:
+                    conn.execute("SELECT pg_terminate_backend(%s)", (holder,))
+                    conn.commit()
+                except psycopg.errors.InsufficientPrivilege:
+                    conn.rollback()  # it ends by itself once the server notices
+            time.sleep(0.01)
+        return True
+
+    def _disconnect(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+        self._conn = None
+
+    def _watch(self) -> None:
+        """Starts the watcher once the session holds a claim."""
+        with self._lock:
+            if self._watcher is not None or self._stopping.is_set():
+                return
+            self._watcher = threading.Thread(
+                target=self._keep_alive, name="steadyloop-pg-claims", daemon=True
+            )
+            self._watcher.start()
+
+    def _keep_alive(self) -> None:
+        """The watcher: while claims are held, replaces an ended session at once (claiming the
+        runs again) and pings an idle one every `PING_SECONDS`."""
+        while not self._stopping.is_set():
+            with self._lock:
+                held, fd = bool(self._held), self._socket()
+            if not held:
+                self._pause(PING_SECONDS)
+                continue
+            # Down: claims to take again on a new session, soon, before anyone else does.
+            timed_out = self._pause(RECONNECT_SECONDS if fd is None else PING_SECONDS, fd)
+            with self._lock:
+                if self._stopping.is_set() or not self._held:
+                    continue
+                # Ping when the session is gone (that reconnects), a ping is due, or the server
+                # said something unasked while nobody was using the session: most likely that
+                # it is ending it. A wake-up by the writer's own traffic needs nothing.
+                if fd is None or fd != self._socket() or timed_out or _readable(fd, 0):
+                    self._ping()
+
+    def _ping(self) -> None:
+        """Checks the session with a round trip; replaces it when it ended (a failure to is
+        left for the next round, or the writer, to retry)."""
+        try:
+            self._round_trip()
+        except psycopg.Error as exc:
+            logger.debug("the run log's session ended; replacing it", exc_info=exc)
+            self._disconnect()
+            with contextlib.suppress(psycopg.Error):
+                self._connection()
+
+    def _round_trip(self) -> None:
+        conn = self._connection()
+        conn.execute("SELECT 1")
+        conn.rollback()
+
+    def _socket(self) -> int | None:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            return None
+        try:
+            return conn.fileno()
+        except psycopg.Error:
+            return None
+
+    def _pause(self, seconds: float, fd: int | None = None) -> bool:
+        """Waits `seconds`, or less: until the socket `fd` is readable or `_wake` is called;
+        True when the time ran out."""
+        watched = [self._wake_read] if fd is None else [self._wake_read, fd]
+        try:
+            ready = select.select(watched, [], [], seconds)[0]
+        except (OSError, ValueError):  # the socket was closed meanwhile
+            return False
+        if self._wake_read in ready:
+            os.read(self._wake_read, 4096)
+        return not ready
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_write, b"!")
 
     def close(self) -> None:
-        with self._guard:
-            if self._conn is not None:
-                self._conn.close()
+        """Stops the watcher and ends the session (and with it this process's claims)."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self._wake()
+        if self._watcher is not None:
+            self._watcher.join()
+        with self._lock:
+            self._disconnect()
             self._held.clear()
+        os.close(self._wake_read)
+        os.close(self._wake_write)
 
 
 def _insert_events(conn: psycopg.Connection[Any], events: Sequence[Sequence[Any]]) -> None:
@@ -245,24 +471,37 @@ def _insert_events(conn: psycopg.Connection[Any], events: Sequence[Sequence[Any]
     )
 
 
-def _key(run_id: str) -> int:
-    """A run id as a signed 64-bit advisory-lock key."""
+def claim_key(run_id: str) -> int:
+    """The advisory-lock key of run `run_id`'s claim (a signed 64-bit integer): while the run is
+    live, `pg_locks` shows its process's session holding it."""
     digest = hashlib.blake2b(run_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+def _try_lock(conn: psycopg.Connection[Any], run_id: str) -> bool:
+    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (claim_key(run_id),)).fetchone()
+    conn.commit()
+    return bool(row and row[0])
 
 
-def _close(
-    writer: LogWriter, backend: _Backend, claims: _Claims, pool: ConnectionPool[Any]
-) -> None:
+def _lock_tag(key: int) -> tuple[int, int]:
+    """How `pg_locks` shows a 64-bit advisory-lock key: its high and low 32 bits."""
+    return (key >> 32) & 0xFFFF_FFFF, key & 0xFFFF_FFFF
+
+
+def _readable(fd: int, seconds: float) -> bool:
+    with contextlib.suppress(OSError, ValueError):
+        return bool(select.select([fd], [], [], seconds)[0])
+    return True  # a socket closed meanwhile: look at it
+
+
+def _connect_options(url: str) -> dict[str, Any]:
+    """`_CONNECT_DEFAULTS` less what the URL sets itself."""
+    given = conninfo_to_dict(url)
+    return {name: value for name, value in _CONNECT_DEFAULTS.items() if name not in given}
+
+
+def _close(writer: LogWriter, session: _Session, pool: ConnectionPool[Any]) -> None:
     writer.close()
-    backend.close()
-    claims.close()
+    session.close()
     pool.close()

@@ -50,8 +50,11 @@ class RunLog(Protocol):
         """Adds a run (its history as its first events), claims it and returns its id.
         A `run_id` already in the log is a `ConfigError`."""
 
-    def recorder(self, run_id: str, next_seq: int | None = None) -> Callable[[Event], None]:
-        """A callback that logs each event of the run; `next_seq` None reads where it stands."""
+    def recorder(
+        self, run_id: str, next_seq: int | None = None, seen: Sequence[LoggedEvent] | None = None
+    ) -> Callable[[Event], None]:
+        """A callback that logs each event of the run; `next_seq` None reads where it stands
+        (from `seen`, the run's events as the caller read them, when given)."""
 
     async def commit(self, run_id: str) -> None:
         """Returns once everything recorded so far is committed; `RunLogError` when a write of

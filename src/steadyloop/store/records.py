@@ -12,8 +12,10 @@ every store, so a step replayed or retried cannot corrupt a log.
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +57,7 @@ __all__ = [
     "StatusRow",
     "ToolRecord",
     "export_lines",
+    "log_order",
     "next_seqs",
     "read_export",
     "recorder",
@@ -225,9 +228,10 @@ def recorder(
     calls still open (a resumed run's last reply), by call id.
     """
     reserved = dict(slots)
-    # Calls whose `tool_finished` row holds their result: the result's own message row would
-    # repeat it (the transcript is rebuilt from both, see `transcript`).
-    finished: set[str] = set()
+    # Results a `tool_finished` row holds: the same result's own message row would repeat it
+    # (the transcript is rebuilt from both, see `transcript`). A result the loop changed before
+    # the model read it (the repeat guard's) differs, and is logged as what the model read.
+    finished: dict[str, ToolResult] = {}
 
     def record(event: Event) -> None:
         nonlocal next_seq
@@ -235,15 +239,14 @@ def recorder(
             return
         seq: int | None = None
         if isinstance(event, ToolCallFinished):
-            finished.add(event.call.id)
+            finished[event.call.id] = event.result
             if event.cancelled:
                 # Cut short by a stop: its outcome is unknown, and `resume` runs it again
                 # (idempotent) or says so. Its slot stays free for that answer.
                 return
             seq = reserved.pop(event.call.id, None)
         elif isinstance(event, MessageAdded) and isinstance(event.message, ToolResult):
-            if event.message.call_id in finished:
-                finished.discard(event.message.call_id)
+            if finished.pop(event.message.call_id, None) == event.message:
                 return
             seq = reserved.pop(event.message.call_id, None)
         if seq is None:
@@ -287,8 +290,9 @@ def transcript(events: Iterable[LoggedEvent]) -> tuple[Message, ...]:
     """A run's transcript from its events: history, then everything the run appended.
 
     A reply's results are in the transcript once every one of its calls has an answer in the
-    log (from its `tool_finished` row or its own message row), in call order, as the loop
-    appends them; a batch cut short by a crash is left unanswered for `resume`.
+    log (from its `tool_finished` row or its own message row; the later one when a call has
+    both, since that is what the model read), in call order, as the loop appends them; a batch
+    cut short by a crash is left unanswered for `resume`.
     """
     out: list[Message] = []
     finished: dict[str, ToolResult] = {}
@@ -306,7 +310,9 @@ def transcript(events: Iterable[LoggedEvent]) -> tuple[Message, ...]:
 
     for event in events:
         if event.kind == "tool_finished":
-            finished[event.data["call"]["id"]] = _result(event.data)
+            call_id = event.data["call"]["id"]
+            finished[call_id] = _result(event.data)
+            logged.pop(call_id, None)  # the later answer is the one the model read
         elif event.kind == "message":
             message = message_from_dict(event.data["message"])
             if isinstance(message, ToolResult) and any(c.id == message.call_id for c in calls):
@@ -318,6 +324,53 @@ def transcript(events: Iterable[LoggedEvent]) -> tuple[Message, ...]:
                 calls.extend(message.tool_calls)
     close_batch()
     return tuple(out)
+
+
+def log_order(events: Sequence[LoggedEvent]) -> list[LoggedEvent]:
+    """A run's events (in sequence order) in the order they happened, for reading the log.
+
+    That is sequence order, except for an answer written into a slot that was reserved before
+    the run stopped (a call approved when a paused run was resumed, or run again after a kill):
+    it goes where it was logged, before the first later event logged after it, instead of above
+    the pause. It is told by its time: it was logged after an event with a higher number that
+    only comes once a reply's calls are all answered (a model request, a stop, a reply...);
+    decisions and the other answers of the same reply may be logged in any order.
+    """
+    count = len(events)
+    # The earliest time among such events from each position on.
+    earliest = [float("inf")] * (count + 1)
+    for index in range(count - 1, -1, -1):
+        at = events[index].at if _after_calls(events[index]) else float("inf")
+        earliest[index] = min(earliest[index + 1], at)
+    late = [index for index in range(count) if events[index].at > earliest[index + 1]]
+    if not late:
+        return list(events)
+    moved = set(late)
+    on_time = [event for index, event in enumerate(events) if index not in moved]
+    seqs = [event.seq for event in on_time]
+    before: dict[int, list[LoggedEvent]] = defaultdict(list)
+    for index in late:
+        event = events[index]
+        place = bisect.bisect_right(seqs, event.seq)
+        while place < len(on_time) and on_time[place].at <= event.at:
+            place += 1
+        before[place].append(event)
+    out: list[LoggedEvent] = []
+    for place, event in enumerate(on_time):
+        out.extend(before.get(place, ()))
+        out.append(event)
+    out.extend(before.get(len(on_time), ()))
+    return out
+
+
+def _after_calls(event: LoggedEvent) -> bool:
+    """True for an event logged only once the calls of the reply before it were answered."""
+    if event.kind == "message":
+        return bool(event.data["message"].get("type") != "tool_result")
+    return event.kind in _AFTER_CALLS
+
+
+_AFTER_CALLS = ("model_request", "model_retry", "compacted", "limit", "instructions", "finished")
 
 
 def tool_records(events: Iterable[LoggedEvent]) -> dict[str, ToolRecord]:

@@ -31,6 +31,8 @@ SCHEMA_VERSION = 1
 BUSY_SECONDS = 10.0
 # Rows written after which the background thread folds the write-ahead log into the file.
 CHECKPOINT_ROWS = 1000
+# Seconds closing waits for readers in the middle of a read to let the log be folded.
+FOLD_SECONDS = 2.0
 
 
 def _migrate_1(db: sqlite3.Connection) -> None:
@@ -67,7 +69,9 @@ class RunStore(SqlLog):
         self._db = self._open_read_only() if read_only else self._open()
         self._writer = LogWriter(_Backend(self._db), self._lock)
         self._locks = RunLocks(self.path)
-        self._closer = weakref.finalize(self, _close, self._writer, self._locks, self._db)
+        self._closer = weakref.finalize(
+            self, _close, self._writer, self._locks, self._db, fold=not read_only
+        )
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -169,6 +173,8 @@ class RunStore(SqlLog):
             return []
         with self._lock:
             try:
+                # Read to the end: the read ends with it, so no reader (the viewer, say) holds a
+                # transaction between reads that would keep a writer from folding the log.
                 return self._db.execute(sql, parameters).fetchall()
             except sqlite3.Error as exc:
                 raise RunLogError(
@@ -194,6 +200,8 @@ class RunStore(SqlLog):
 
 class _Backend:
     """The writer's view of the SQLite connection."""
+
+    commits_here = True
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
@@ -284,8 +292,20 @@ def _migrate(db: sqlite3.Connection) -> None:
         raise
 
 
-def _close(writer: LogWriter, locks: RunLocks, db: sqlite3.Connection) -> None:
+def _close(writer: LogWriter, locks: RunLocks, db: sqlite3.Connection, *, fold: bool) -> None:
     writer.close()
+    if fold:
+        _fold(db)
     locks.close()
     with contextlib.suppress(sqlite3.Error):
         db.close()
+
+
+def _fold(db: sqlite3.Connection) -> None:
+    """Folds the write-ahead log back into the file and empties it. SQLite does so by itself
+    only when the last connection closes, which never happens while a reader (the viewer, say)
+    keeps the log open; readers hold no transaction between reads, so the fold waits at most
+    for a read under way, and gives up after `FOLD_SECONDS` (the rest is folded later)."""
+    with contextlib.suppress(sqlite3.Error):
+        db.execute(f"PRAGMA busy_timeout={int(FOLD_SECONDS * 1000)}")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

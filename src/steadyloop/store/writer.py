@@ -5,9 +5,11 @@ Recording an event costs a queue append; serialising and committing happen later
 background thread lets a burst gather for a couple of milliseconds so a turn's events share one
 wake-up and one commit. `commit()` is the write-ahead point of a run (`durability="turn"`): it
 returns once everything queued before it is committed. It commits on the caller's thread when
-the backend can start a transaction without waiting (a few rows: far cheaper than a hand-off to
-the thread and back) and waits for the thread otherwise, so the event loop never blocks on
-another process's lock. Upkeep (SQLite's checkpoints) runs on the background thread only.
+the backend is a local file that can start a transaction without waiting (a few rows: far
+cheaper than a hand-off to the thread and back) and waits for the thread otherwise, so the event
+loop never blocks on another connection's lock or on a server; once a commit finds the thread
+stuck waiting, the next ones go straight to it until it is through. Upkeep (SQLite's
+checkpoints) runs on the background thread only.
 
 A write that fails (disk full, a damaged page, a lock held too long, a dropped connection)
 fails only its own run: the batch is rolled back and its rows are tried again run by run, so
@@ -45,6 +47,10 @@ HANDOVER_SECONDS = 0.002
 
 class Backend(Protocol):
     """A database connection as the writer uses it (only ever from one thread at a time)."""
+
+    commits_here: bool
+    """Whether `commit()` may commit on the caller's thread when that needs no waiting (a local
+    file); False where every commit is a round trip to a server."""
 
     def begin(self, *, wait: bool) -> bool:
         """Starts a write transaction; False (nothing started) when that would mean waiting."""
@@ -107,6 +113,10 @@ class LogWriter:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._failed: dict[str, BaseException] = {}
+        # Set when a commit found the thread waiting on the database (another connection's
+        # lock, a slow server), cleared by the thread once through: until then commits go
+        # straight to the thread instead of each waiting `HANDOVER_SECONDS` for it first.
+        self._stalled = False
 
     def submit(self, row: Row) -> None:
         """Queues a row to write; wakes the thread when the queue was empty (once it is
@@ -128,7 +138,7 @@ class LogWriter:
 
     async def commit(self) -> None:
         """Returns once every row queued before it is committed, without blocking the loop."""
-        if self._thread is None or self._commit_here():
+        if self._thread is None or (self._backend.commits_here and self._commit_here()):
             return
         marker = _AsyncDone()
         self._enqueue_urgent(marker)
@@ -158,13 +168,15 @@ class LogWriter:
         """Commits what is queued on this thread if that needs no real waiting; False
         otherwise. The thread's own commit (which may hold our rows) usually ends within a
         fraction of a millisecond: that much is worth waiting for, a lock held longer is not."""
-        if not self._lock.acquire(timeout=HANDOVER_SECONDS):
+        if self._stalled or not self._lock.acquire(timeout=HANDOVER_SECONDS):
+            self._stalled = True
             return False
         try:
             items = self._take()
             rows = [item for item in items if not isinstance(item, _Done | None)]
             if rows and not self._commit(rows, wait=False):
                 self._items.extendleft(reversed(items))  # back, ahead of anything newer
+                self._stalled = True
                 return False
         finally:
             self._lock.release()
@@ -207,6 +219,7 @@ class LogWriter:
                 if rows:
                     self._commit(rows, wait=True)
                 self._backend.upkeep()
+            self._stalled = False
             for item in items:
                 if isinstance(item, _Done):
                     item.set()

@@ -4,8 +4,14 @@
     GET /runs/{key}                     a run's page (key: its id, or its first 8 characters)
     GET /api/runs?status=&model=&q=     runs, newest first, and what the filters can offer
     GET /api/runs/{key}                 one run with its timeline and per-turn figures
-    GET /api/runs/{key}/events?after=N  its transcript entries after sequence number N
+    GET /api/runs/{key}/events?after=N&missing=M,...
+                                        its transcript entries after sequence number N, and
+                                        those numbered M (still missing when last asked)
     GET /static/...                     the page's script, style sheet and icon
+
+A run id may hold any character, "/" included: in a path it is one percent-encoded segment
+(`/api/runs/tenant%2F42`), read from the request's raw path, so "/" in an id never reaches a
+file path and `/api/runs/x%2Fevents` is run "x/events", not the events of run "x".
 
 Every request but GET is refused (405): the viewer cannot change the log. While it listens on
 loopback it answers only requests addressed to a loopback name, so a web page elsewhere cannot
@@ -18,6 +24,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Collection
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
@@ -74,18 +81,21 @@ def make_app(
         return _json(found)
 
     def run(request: Request) -> Response:
-        return _json(run_page(store, request.path_params["key"]))
-
-    def events(request: Request) -> Response:
-        after = _number(request.query_params.get("after"), -1)
-        return _json(run_entries(store, request.path_params["key"], after))
+        key, rest = _run_key(request, "/api/runs/")
+        if not rest:
+            return _json(run_page(store, key))
+        if rest == ["events"]:
+            query = request.query_params
+            after = _number(query.get("after"), -1)
+            missing = [_number(n, -1) for n in query.get("missing", "").split(",") if n]
+            return _json(run_entries(store, key, after, missing))
+        raise HTTPException(404, "no such page: a run id in a path is one segment (%2F for /)")
 
     routes = [
         Route("/", page),
-        Route("/runs/{key}", page),
+        Route("/runs/{key:path}", page),
         Route("/api/runs", runs),
-        Route("/api/runs/{key}", run),
-        Route("/api/runs/{key}/events", events),
+        Route("/api/runs/{key:path}", run),
         Mount("/static", StaticFiles(directory=STATIC)),
     ]
     app = Starlette(
@@ -141,6 +151,17 @@ def _host(scope: Scope) -> str:
     if header.startswith("["):
         return header[1:].partition("]")[0]
     return header.rpartition(":")[0] if ":" in header else header
+
+
+def _run_key(request: Request, prefix: str) -> tuple[str, list[str]]:
+    """The run id in a path under `prefix` and the segments after it, read from the raw path
+    (where a "/" in the id is still %2F) and decoded segment by segment."""
+    raw = request.scope.get("raw_path")
+    path = raw.decode("latin-1") if raw else quote(request.url.path)
+    if not path.startswith(prefix):
+        raise HTTPException(404, f"not a run path: {path}")
+    key, *rest = path[len(prefix) :].split("/")
+    return unquote(key), rest
 
 
 def _number(text: str | None, default: int) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,15 +89,30 @@ def run_page(store: RunLog, key: str, clock: Callable[[], float] = time.time) ->
     }
 
 
-def run_entries(store: RunLog, key: str, after: int = -1) -> dict[str, Any]:
-    """The transcript entries of the events after sequence number `after`, and the run's
-    status: what a page following a live run asks for each time it looks again."""
+def run_entries(
+    store: RunLog, key: str, after: int = -1, missing: Collection[int] = ()
+) -> dict[str, Any]:
+    """The transcript entries of the events after sequence number `after` or numbered in
+    `missing`, and the run's status: what a page following a live run asks for each time it
+    looks again.
+
+    `missing` are the numbers at or below `last_seq` that had no event yet when the page last
+    looked (`missing` in the answer): slots reserved for the answers of calls still open. A
+    resume fills them below `last_seq` (a paused call approved), so a page that only asked
+    for what comes after `last_seq` would never see those answers.
+    """
     info = find_run(store, key)
     events = store.events(info.id)
+    last = _last_seq(events)
+    logged = {event.seq for event in events}
+    wanted = set(missing)
     return {
         "status": info.status,
-        "entries": [e for e in transcript(events, info.history) if e["seq"] > after],
-        "last_seq": _last_seq(events),
+        "entries": [
+            e for e in transcript(events, info.history) if e["seq"] > after or e["seq"] in wanted
+        ],
+        "last_seq": last,
+        "missing": [seq for seq in range(last + 1) if seq not in logged],
     }
 
 

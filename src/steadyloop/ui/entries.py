@@ -1,23 +1,30 @@
-"""A run's transcript for the page: one JSON entry per logged event, in log order.
+"""A run's transcript for the page: one JSON entry per logged event, in the order the events
+happened (`records.log_order`: a call approved on resume shows after the pause and the decision,
+not above them).
 
 Each entry has the `seq` and `at` of the event it shows and a `kind`: user, reply, tool, summary,
 turn (a model call began), retry, compacted, limit, finished, resumed, or `event` for a kind of
 event this viewer does not know (shown with its data, so nothing in the log is hidden).
 
-The log has no row for a resume, but it leaves one of two traces. Either a model call is logged
-again for a turn that already began (without a compaction in between, which also repeats a
-turn); or tool results are logged as messages once the run has called the model, which one
-process does only for calls cut off by the output limit (results of calls it ran are in their
-`tool_finished` rows), while a resume answers that way the calls a stop left open. A `resumed`
-entry goes before the first trace of each.
+The log has no row for a resume, but it leaves one of three traces: anything logged after a
+pause (a `finished` row whose stop reason is "approval"); a model call logged again for a turn
+that already began (without a compaction in between, which also repeats a turn); or tool results
+logged as messages once the run has called the model. One process logs a result that way only
+for a call cut off by the output limit, or waiting for approval as the run pauses (results of
+calls it ran are in their `tool_finished` rows), while a resume answers that way the calls a
+stop left open. A `resumed` entry goes before the first trace of each. A result message that
+repeats its call's `tool_finished` row (a resume hands the model the results a pause held back)
+is not shown twice.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from steadyloop.approvals import WAITING_TEXT
+from steadyloop.cli.show import attachment_text
 from steadyloop.messages import (
     AssistantMessage,
     Summary,
@@ -26,25 +33,30 @@ from steadyloop.messages import (
     UserMessage,
     message_from_dict,
 )
-from steadyloop.store import LoggedEvent, ToolRecord
+from steadyloop.store import LoggedEvent, ToolRecord, records
 
 __all__ = ["arguments_text", "cost_of", "transcript"]
 
 Entry = dict[str, Any]
 
 
-def transcript(events: Iterable[LoggedEvent], history: int) -> list[Entry]:
-    """The entries for a run's events; messages with an index below `history` were given to
-    the run as earlier history and are marked so."""
+def transcript(events: Sequence[LoggedEvent], history: int) -> list[Entry]:
+    """The entries for a run's events (in sequence order); messages with an index below
+    `history` were given to the run as earlier history and are marked so."""
     out: list[Entry] = []
+    ran: dict[str, ToolResult] = {}  # results shown from `tool_finished` rows, by call id
+    paused = False  # the latest event was a pause: whatever is logged next, a resume logged
     arguments: dict[str, str] = {}  # call id -> arguments, from the latest reply that made it
     cut_off: set[str] = set()  # calls of replies cut off by the output limit
     turn = 0  # the latest turn a model call began (0: none yet)
     compacted = False  # a compaction since that call began
     resumed = False  # a resume marked since that call began (once is enough)
-    for event in events:
+    for event in records.log_order(events):
         entry: Entry = {"seq": event.seq, "at": event.at}
         data = event.data
+        if paused:
+            out.append({**entry, "kind": "resumed"})
+            resumed, paused = True, False
         if event.kind == "model_request":
             resumed = data["turn"] <= turn and not compacted
             if resumed:
@@ -58,6 +70,7 @@ def transcript(events: Iterable[LoggedEvent], history: int) -> list[Entry]:
             )
         elif event.kind == "tool_finished":
             record = ToolRecord.from_event(event)
+            ran[record.call.id] = record.result
             entry.update(_tool(record.result, arguments_text(record.call)))
             entry.update(
                 truncated=len(record.output) > len(record.result.content),
@@ -67,10 +80,12 @@ def transcript(events: Iterable[LoggedEvent], history: int) -> list[Entry]:
             )
         elif event.kind == "message":
             message = message_from_dict(data["message"])
-            if isinstance(message, ToolResult) and turn and message.call_id not in cut_off:
+            if isinstance(message, ToolResult) and turn and not _answered_here(message, cut_off):
                 if not resumed:
                     out.append({**entry, "kind": "resumed"})
                 resumed = True
+            if isinstance(message, ToolResult) and ran.get(message.call_id) == message:
+                continue  # shown as its call finished
             if isinstance(message, AssistantMessage):
                 arguments.update((c.id, arguments_text(c)) for c in message.tool_calls)
                 if message.stop_reason == "max_tokens":
@@ -86,14 +101,22 @@ def transcript(events: Iterable[LoggedEvent], history: int) -> list[Entry]:
                 tokens_after=data["tokens_after"],
             )
         else:
+            paused = event.kind == "finished" and data["stop_reason"] == "approval"
             entry.update(_other(event.kind, data))
         out.append(entry)
     return out
 
 
+def _answered_here(result: ToolResult, cut_off: set[str]) -> bool:
+    """True for a result message the run logs without a resume: the answer to a call cut off
+    by the output limit, or a call's answer while it waits for approval (the run pauses)."""
+    return result.call_id in cut_off or (result.is_error and result.content == WAITING_TEXT)
+
+
 def _message(message: Any, raw: Mapping[str, Any], arguments: Mapping[str, str]) -> Entry:
     if isinstance(message, UserMessage):
-        return {"kind": "user", "text": message.text}
+        sent = [attachment_text(part) for part in message.parts if not isinstance(part, str)]
+        return {"kind": "user", "text": message.text, "attachments": sent}
     if isinstance(message, AssistantMessage):
         usage = raw.get("usage") or {}
         return {

@@ -165,6 +165,7 @@ async function runPage(main, key) {
   const path = `/api/runs/${encodeURIComponent(key)}`;
   let page = null;
   let seen = -1;
+  let missing = []; // numbers at or below `seen` with no event yet: a resume may fill them
   let status = null;
   function draw() {
     drawHead(head, page.run);
@@ -185,7 +186,7 @@ async function runPage(main, key) {
       }
       draw();
     } else {
-      fresh = await api(`${path}/events?after=${seen}`);
+      fresh = await api(`${path}/events?after=${seen}&missing=${missing.join(",")}`);
       if (fresh.entries.length || fresh.status !== status || fresh.status === "running") {
         page = await api(path);
         draw();
@@ -196,6 +197,7 @@ async function runPage(main, key) {
       innerHeight + scrollY >= document.body.scrollHeight - 40;
     status = fresh.status;
     seen = fresh.last_seq;
+    missing = fresh.missing;
     await appendEntries(entries, fresh.entries);
     if (stay) scrollTo(0, document.body.scrollHeight);
     return FINAL.includes(status);
@@ -348,7 +350,8 @@ function entry(e) {
 function entryParts(e) {
   switch (e.kind) {
     case "user":
-      return [who(e.history ? "user · earlier history" : "user"), h("pre", { class: "text" }, e.text)];
+      return [who(e.history ? "user · earlier history" : "user"), h("pre", { class: "text" }, e.text),
+        ...(e.attachments || []).map((a) => h("p", { class: "marker attachment" }, `[${a}]`))];
     case "reply": {
       const meta = [];
       if (e.input_tokens !== null) meta.push(`${count(e.input_tokens)} in · ${count(e.output_tokens)} out`);
@@ -400,7 +403,18 @@ function who(name, meta) {
 
 // -- which page -----------------------------------------------------------------------------
 
+// A run's id is one encoded path segment ("tenant%2F42"); an id typed with its "/" as is
+// ("/runs/tenant/42") opens that run too.
+function runKey(path) {
+  const match = path.match(/^\/runs\/(.+)$/);
+  try {
+    return match ? decodeURIComponent(match[1]) : null;
+  } catch (error) { // not valid percent-encoding: the list
+    return null;
+  }
+}
+
 const main = document.getElementById("main");
-const match = location.pathname.match(/^\/runs\/([^/]+)$/);
-if (match) runPage(main, decodeURIComponent(match[1]));
+const key = runKey(location.pathname);
+if (key !== null) runPage(main, key);
 else listPage(main);
