@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from steadyloop import (
     Agent,
@@ -226,6 +226,44 @@ async def test_invalid_arguments_are_answered_without_asking() -> None:
     result = await agent.run("go")
     assert asked == []
     assert "invalid arguments for issue_refund" in results(result.messages)[0][1]
+
+
+checked_addresses: list[str] = []
+
+
+class Address(BaseModel):
+    email: str
+
+    @field_validator("email")
+    @classmethod
+    def known(cls, email: str) -> str:
+        checked_addresses.append(email)  # a lookup a real validator might make
+        return email
+
+
+async def test_a_gated_call_is_validated_once_before_it_is_decided_and_run() -> None:
+    checked_addresses.clear()
+    sent: list[str] = []
+
+    @tool(approve=True)
+    def send(to: Address) -> str:
+        """Sends the newsletter."""
+        sent.append(to.email)
+        return "sent"
+
+    asked: list[PendingCall] = []
+
+    def approver(call: PendingCall, ctx: RunContext[Any]) -> Decision:
+        asked.append(call)
+        return Approve()
+
+    call = ToolCall("s1", "send", '{"to": {"email": "ada@example.com"}}')
+    agent = Agent(ScriptedModel([reply(call), "done"]), tools=[send], approver=approver)
+    result = await agent.run("go")
+    assert results(result.messages) == [("s1", "sent")]
+    assert asked == [PendingCall("s1", "send", {"to": {"email": "ada@example.com"}})]
+    assert sent == ["ada@example.com"]
+    assert checked_addresses == ["ada@example.com"]  # once: not for the decision, then to run
 
 
 def test_an_approver_returning_something_else_is_a_config_error() -> None:

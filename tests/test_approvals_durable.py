@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_approvals import Shop, refund, reply, results, shop_tools
 
 from steadyloop import (
     Agent,
@@ -29,6 +28,7 @@ from steadyloop.approvals import Decision
 from steadyloop.store import RunStore
 from steadyloop.testing import ScriptedModel
 from steadyloop.transcript import calls_answered
+from test_approvals import Shop, refund, reply, results, shop_tools
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = str(HERE / "approval_process.py")

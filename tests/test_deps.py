@@ -21,8 +21,10 @@ from steadyloop import (
     Usage,
     tool,
 )
+from steadyloop.dispatch import Dispatcher, ToolThreads
 from steadyloop.events import Event, InstructionsMade, MessageAdded, RunFinished
 from steadyloop.messages import UserMessage
+from steadyloop.retry import Backoff
 from steadyloop.store import RunStore
 from steadyloop.testing import ScriptedModel
 
@@ -276,3 +278,31 @@ async def test_stream_run_sync_and_resume_take_deps(tmp_path: Path) -> None:
     resumed = Agent(ScriptedModel(["done"]), tools=[read_tier], store=store)
     result = await resumed.resume(run_id, deps=Shop("platinum", {}))
     assert result.messages[2] == ToolResult("c1", "read_tier", "platinum")
+
+
+async def test_the_dispatcher_fills_in_the_context_made_for_each_call() -> None:
+    threads = ToolThreads()
+    dispatcher = Dispatcher(
+        {t.name: t for t in (tier, order_status)},
+        tool_timeout=10,
+        max_output=1_000,
+        backoff=Backoff.none(),
+        executor=threads.get,
+    )
+
+    def context_for(call: ToolCall) -> RunContext[Shop]:
+        return RunContext(Shop("silver", {"B2": "lost"}), "run-7", 3, call.id)
+
+    turn = [
+        ToolCall("t1", "tier", '{"loud": true}'),
+        ToolCall("o1", "order_status", '{"order_id": "B2"}'),
+    ]
+    try:
+        answered = await dispatcher.run(turn, context_for=context_for)
+    finally:
+        threads.shutdown()
+    assert [o.result.content for o in answered.outcomes] == ["SILVER", "lost"]
+    assert sorted((c.run_id, c.turn, c.call_id) for c in seen) == [
+        ("run-7", 3, "o1"),
+        ("run-7", 3, "t1"),
+    ]

@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel, field_validator
 
 from steadyloop import FatalToolError, ToolCall, ToolError, tool
-from steadyloop.dispatch import CANCELLED_TEXT, Batch, Dispatcher
+from steadyloop.dispatch import CANCELLED_TEXT, Dispatcher, TurnResults
 from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
 from steadyloop.retry import Backoff
 from steadyloop.tools import Tool, as_tool
@@ -62,7 +62,7 @@ def call(name: str, arguments: str | Mapping[str, Any] = "{}", id: str = "") -> 
     return ToolCall(id or f"id_{name}", name, arguments)
 
 
-def only(batch: Batch) -> ToolCallFinished:
+def only(batch: TurnResults) -> ToolCallFinished:
     assert len(batch.outcomes) == 1
     return batch.outcomes[0]
 
@@ -789,7 +789,7 @@ async def test_duplicate_or_empty_ids_never_collapse_two_calls(
 
 
 async def test_an_empty_turn_is_an_empty_batch(make: Callable[..., Dispatcher]) -> None:
-    assert await make(now).run([]) == Batch(())
+    assert await make(now).run([]) == TurnResults(())
 
 
 async def test_every_call_is_announced_before_it_is_answered(

@@ -112,3 +112,30 @@ async def test_an_effect_that_raises_stops_the_run_with_every_call_answered() ->
         "a": "cancelled: the run stopped before this call finished",
         "b": "echo stopped the run: PermissionError: not allowed",
     }
+
+
+async def test_an_effect_sees_the_validated_arguments_or_none_when_the_call_cannot_run() -> None:
+    seen: list[tuple[str, object]] = []
+
+    class Look(Effects):
+        async def tool_call(
+            self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
+        ) -> ToolCallFinished:
+            seen.append((call.call.id, call.arguments))
+            return await proceed()
+
+    turn = AssistantMessage(
+        tool_calls=(
+            ToolCall("ok", "echo", '{"text": "hi"}'),
+            ToolCall("bad", "echo", '{"text": 5}'),
+            ToolCall("broken", "echo", '{"text": '),
+            ToolCall("x", "nope", "{}"),
+        )
+    )
+    agent = Agent(ScriptedModel([turn, "done"]), tools=[echo], effects=[Look()])
+    result = await agent.run("go")
+    assert seen == [("ok", {"text": "hi"}), ("bad", None), ("broken", None), ("x", None)]
+    errors = [m.content for m in result.messages if isinstance(m, ToolResult) and m.is_error]
+    assert errors[0].startswith("invalid arguments for echo")
+    assert errors[1].startswith("arguments are not valid JSON")
+    assert errors[2].startswith("unknown tool 'nope'")

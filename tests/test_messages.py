@@ -8,7 +8,7 @@ import json
 import pytest
 
 from steadyloop import AssistantMessage, Summary, ToolCall, ToolResult, Usage, UserMessage
-from steadyloop.messages import Image, Message, Reasoning, message_from_dict
+from steadyloop.messages import ArgumentsError, Image, Message, Reasoning, message_from_dict
 
 EXAMPLES: list[Message] = [
     UserMessage("hello"),
@@ -82,3 +82,44 @@ def test_usage_adds_field_by_field() -> None:
 
 def test_summary_note_names_how_many_messages_it_stands_for() -> None:
     assert Summary("facts", 12).note == "[12 earlier messages summarised]\nfacts"
+
+
+def test_arguments_json_is_the_models_own_text_when_it_is_an_object() -> None:
+    sent = '{"b": 1,  "a": "ü"} '  # key order, spacing and all: a prompt cache matches on bytes
+    assert ToolCall("1", "f", sent).arguments_json() == sent
+    assert ToolCall("1", "f", {"a": "ü", "b": [1]}).arguments_json() == '{"a": "ü", "b": [1]}'
+    assert ToolCall("1", "f", "").arguments_json() == "{}"
+    assert ToolCall("1", "f", " null ").arguments_json() == "{}"
+
+
+def test_parsed_arguments_reads_an_object_or_says_what_is_wrong() -> None:
+    assert ToolCall("1", "f", '{"a": 1}').parsed_arguments() == {"a": 1}
+    assert ToolCall("1", "f", "  ").parsed_arguments() == {}
+    with pytest.raises(
+        ArgumentsError, match=r"^arguments are not valid JSON \(.*received: \{\"a\""
+    ):
+        ToolCall("1", "f", '{"a": ').parsed_arguments()
+    with pytest.raises(ArgumentsError, match=r"must be a JSON object .* got list: \[1\]"):
+        ToolCall("1", "f", "[1]").arguments_json()
+    long = '{"a": "' + "x" * 500
+    with pytest.raises(ArgumentsError) as info:
+        ToolCall("1", "f", long).parsed_arguments()
+    assert str(info.value).endswith(long[:200] + "...")
+
+
+def test_a_usage_sum_adds_every_count_and_the_known_costs() -> None:
+    counts = [f.name for f in dataclasses.fields(Usage) if f.name != "cost_usd"]
+    one = Usage(**{name: i + 1 for i, name in enumerate(counts)}, cost_usd=None)
+    two = Usage(**{name: 10 * (i + 1) for i, name in enumerate(counts)}, cost_usd=0.5)
+    total = one + two
+    assert [getattr(total, name) for name in counts] == [11 * (i + 1) for i in range(len(counts))]
+    assert total.cost_usd == 0.5
+    assert (one + one).cost_usd is None
+
+
+def test_fields_added_after_the_first_form_are_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Usage(1, 2, 3, 4, 5, 6, 0.25)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        AssistantMessage("hi", (), None, "end_turn", (), "resp_1")  # type: ignore[call-arg]
+    assert AssistantMessage("hi", response_id="resp_1").response_id == "resp_1"

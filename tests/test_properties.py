@@ -33,6 +33,7 @@ from steadyloop.loop import Run
 from steadyloop.messages import Image, Message, Reasoning, message_from_dict
 from steadyloop.models.wire import MISSING_RESULT_TEXT, IdRules, ToolNames, prepare_history
 from steadyloop.retry import Backoff
+from steadyloop.start import RunStart
 from steadyloop.testing import FunctionModel
 from steadyloop.tools import ToolSpec
 from steadyloop.transcript import Transcript, calls_answered
@@ -193,8 +194,9 @@ def assert_valid(entries: Sequence[Message]) -> None:
 async def drive(script: Script, compaction: Compaction | None, max_turns: int) -> Run:
     agent = build_agent(script, compaction, max_turns)
     history = (UserMessage("earlier"), AssistantMessage("earlier answer"))
-    dispatcher = await agent._dispatcher_for_run()
-    run = Run(agent, dispatcher, "do the plan", history)
+    config = agent._config()
+    dispatcher = await agent._toolbox.dispatcher(config)
+    run = Run(config, dispatcher, RunStart.fresh(UserMessage("do the plan"), history))
     task = asyncio.create_task(run.execute())
     script.run_task = task
     try:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from steadyloop import Agent, AssistantMessage, Limits, ToolCall, ToolResult, UserMessage, tool
-from steadyloop.cli.ids import find_run
 from steadyloop.errors import ConfigError, TurnLimitExceeded
 from steadyloop.retry import Backoff
 from steadyloop.store import SCHEMA_VERSION, RunStore
+from steadyloop.store.ids import find_run
 from steadyloop.testing import ScriptedModel
 
 

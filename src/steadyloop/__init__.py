@@ -3,10 +3,16 @@
 Call the model, run the tools it asks for in parallel, send fixable errors back as text, raise
 the rest, stop at hard turn and context limits, cut huge tool output keeping both ends, and never
 edit the conversation behind the model's back.
+
+Beside these names, the public modules are `steadyloop.models` (the adapters), `.testing` (fake
+models), `.store` (the run log), `.mcp`, `.tracing`, `.batch`, `.engines.dbos`, `.cli`, and the
+single modules `events`, `effects`, `errors`, `messages`, `tools`, `retry`, `lint` and `replay`;
+the other modules are internal and may move.
 """
 
 from steadyloop.agent import Agent
 from steadyloop.approvals import Approve, Defer, Deny, Edit, PendingCall
+from steadyloop.cache import Cache
 from steadyloop.compaction import Compaction
 from steadyloop.context import RunContext
 from steadyloop.errors import (
@@ -35,7 +41,8 @@ from steadyloop.messages import (
     UserMessage,
 )
 from steadyloop.result import RunResult
-from steadyloop.tools import Tool, tool
+from steadyloop.retry import Backoff
+from steadyloop.tools import Tool, Toolset, tool
 from steadyloop.tracing import instrument, uninstrument
 from steadyloop.truncate import truncate
 
@@ -43,6 +50,8 @@ __all__ = [
     "Agent",
     "Approve",
     "AssistantMessage",
+    "Backoff",
+    "Cache",
     "Compaction",
     "ConfigError",
     "ContextLimitExceeded",
@@ -69,6 +78,7 @@ __all__ = [
     "ToolCall",
     "ToolError",
     "ToolResult",
+    "Toolset",
     "TurnLimitExceeded",
     "Usage",
     "UserMessage",

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from steadyloop.dispatch import parse_arguments
+from steadyloop import texts
 from steadyloop.effects import Effects, Proceed, ToolInvocation
 from steadyloop.errors import ConfigError
 from steadyloop.events import CallDecided, Event, ToolCallFinished
@@ -48,8 +48,8 @@ __all__ = [
     "logged_decision",
 ]
 
-DENIED_TEXT = "denied by the reviewer"
-WAITING_TEXT = "not run: it was waiting for approval when the run stopped"
+DENIED_TEXT = texts.DENIED
+WAITING_TEXT = texts.WAITING
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +138,7 @@ class Approvals(Effects):
         self,
         approver: Approver | None,
         decided: Mapping[str, Decision],
-        context: Callable[[ToolInvocation], RunContext[Any]],
+        context: Callable[[ToolCall], RunContext[Any]],
         notify: Callable[[Event], None] | None,
         commit: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
@@ -153,13 +153,9 @@ class Approvals(Effects):
     async def tool_call(self, call: ToolInvocation, proceed: Proceed) -> ToolCallFinished:
         tool, model_call = call.tool, call.call
         decision = self._decided.pop(model_call.id, None)
-        if tool is None or (decision is None and not tool.approve):
-            return await proceed()
-        try:
-            arguments = dict(parse_arguments(model_call.arguments))
-            tool.bind(arguments)
-        except Exception:  # bad arguments: the call never runs, the dispatcher answers them
-            return await proceed()
+        if tool is None or call.arguments is None or (decision is None and not tool.approve):
+            return await proceed()  # ungated, or a call that cannot run: the dispatcher answers
+        arguments = dict(call.arguments)
         if decision is None:
             if not tool.needs_approval(arguments):
                 return await proceed()
@@ -185,7 +181,7 @@ class Approvals(Effects):
         if approver is None:
             return Defer()
         async with self._asking:
-            context = self._context(call)
+            context = self._context(call.call)
             if inspect.iscoroutinefunction(approver):
                 decision = await approver(pending, context)
             else:

@@ -2,9 +2,9 @@
 
 A tool parameter annotated `RunContext[...]` is left out of the schema the model sees and filled
 in when the tool runs: `ctx.deps` is the object passed as `run(..., deps=...)` (a database, the
-user, an HTTP client), never logged or serialised. The context of a call is set by a hook around
-each tool call (`ToolContext`, an `Effects`), so the tool's `bind` finds it; an agent whose tools
-take no context has no such hook and pays nothing.
+user, an HTTP client), never logged or serialised. The dispatcher fills it in, as a parameter of
+the bound call, with the context the loop makes for each call; a call to a tool that takes no
+context makes none and pays nothing.
 """
 
 from __future__ import annotations
@@ -13,26 +13,21 @@ import inspect
 import types
 import typing
 from collections.abc import Awaitable, Callable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from steadyloop.effects import Effects, Proceed, ToolInvocation
 from steadyloop.errors import ConfigError
 from steadyloop.messages import Message, Usage
 
 if TYPE_CHECKING:
-    from steadyloop.events import ToolCallFinished
     from steadyloop.tools import Tool
 
 __all__ = [
     "Instructions",
     "RunContext",
-    "ToolContext",
     "check_deps",
     "check_instructions",
     "context_type",
-    "current_context",
     "make_instructions",
 ]
 
@@ -57,33 +52,6 @@ class RunContext(Generic[DepsT]):
     call_id: str | None = None
     usage: Usage = field(default_factory=Usage)
     messages: tuple[Message, ...] = ()
-
-
-_CURRENT: ContextVar[RunContext[Any] | None] = ContextVar("steadyloop_run_context", default=None)
-
-
-def current_context() -> RunContext[Any]:
-    """The context of the tool call being bound (an empty one outside a run)."""
-    context = _CURRENT.get()
-    return context if context is not None else RunContext(None)
-
-
-class ToolContext(Effects):
-    """The hook that sets each tool call's `RunContext` while the call is answered.
-
-    `make(invocation)` builds it; it is set in the call's own task, so parallel calls each see
-    their own.
-    """
-
-    def __init__(self, make: Callable[[ToolInvocation], RunContext[Any]]) -> None:
-        self._make = make
-
-    async def tool_call(self, call: ToolInvocation, proceed: Proceed) -> ToolCallFinished:
-        token = _CURRENT.set(self._make(call))
-        try:
-            return await proceed()
-        finally:
-            _CURRENT.reset(token)
 
 
 def context_type(annotation: Any) -> tuple[bool, Any]:

@@ -6,6 +6,12 @@ model reads; transient errors are retried with backoff first. `FatalToolError`,
 `KeyboardInterrupt` and cancellation stop the turn: the siblings are cancelled, every call still
 gets a result (cancelled ones say so), and the exception is handed back for the agent to raise
 once the results are in the transcript.
+
+Each call goes through one method per concern, outermost first: `_answer` (the effects around
+the call), `_prepare` (resolve the tool, parse and validate the arguments, fill in the run's
+context: once, before any effect sees the call), `_execute` (events, the per-tool lock, what
+stops the turn), `_retrying` (retries with backoff), `_attempt` (one try: deadline and render),
+`_invoke` (the tool's own code, in a thread for a sync tool).
 """
 
 from __future__ import annotations
@@ -18,31 +24,36 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from steadyloop import texts
 from steadyloop.deadline import DeadlinePassed, await_with_deadline, run_in_thread
 from steadyloop.effects import Effects, ToolInvocation, nest
 from steadyloop.errors import FatalToolError, ToolError
 from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
-from steadyloop.messages import ToolCall, ToolResult
+from steadyloop.messages import ArgumentsError, ToolCall, ToolResult
 from steadyloop.retry import Backoff, retry_context
-from steadyloop.tools import ArgumentsError, BoundCall, Tool, ToolOutput
+from steadyloop.tools import BoundCall, Tool, ToolOutput
 from steadyloop.truncate import truncate
 
-__all__ = ["Batch", "Dispatcher", "ToolThreads", "parse_arguments"]
+if TYPE_CHECKING:
+    from steadyloop.context import RunContext
+
+__all__ = ["ContextFor", "Dispatcher", "ToolThreads", "TurnResults"]
 
 logger = logging.getLogger("steadyloop.dispatch")
 
-CANCELLED_TEXT = "cancelled: the run stopped before this call finished"
-EDITED_TEXT = "the reviewer changed the arguments of this call to {arguments}; with them:\n"
-_RAW_PREVIEW = 200
+CANCELLED_TEXT = texts.CANCELLED  # the name tests read the text by
+
+# The context a call's `RunContext` parameters receive, made by the run for each call.
+ContextFor = Callable[[ToolCall], "RunContext[Any]"]
 
 
 @dataclass(frozen=True, slots=True)
-class Batch:
+class TurnResults:
     """The answered calls of one turn, in call order, and the exception that stopped it, if any."""
 
     outcomes: tuple[ToolCallFinished, ...]
@@ -70,6 +81,31 @@ class _Failure(Exception):
         self.attempts = attempts
 
 
+@dataclass(slots=True)  # not frozen: made for every call, and a frozen one is slower to make
+class _Prepared:
+    """A call resolved, parsed and validated once: `bound` is ready to run, or `failure` is
+    what answers it. `arguments`: as read (validated when `bound` is set); `edited`: the
+    arguments a hook ran it with instead of the model's."""
+
+    call: ToolCall
+    tool: Tool | None
+    arguments: Mapping[str, Any] | None = None
+    bound: BoundCall | None = None
+    failure: str | None = None
+    edited: Mapping[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class _Turn:
+    """What every call of one turn shares."""
+
+    notify: Callable[[Event], None] | None
+    run_id: str | None
+    number: int
+    context_for: ContextFor | None
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+
 class Dispatcher:
     """Runs tool calls against a fixed set of tools with the agent's defaults."""
 
@@ -85,7 +121,6 @@ class Dispatcher:
     ) -> None:
         self._tools = tools
         self._effects = effects
-        self._settings = (tool_timeout, max_output, backoff, executor)
         self.tools = tuple(tools.values())
         self._timeout = tool_timeout
         self._max_output = max_output
@@ -98,14 +133,13 @@ class Dispatcher:
     def around(self, inner: Sequence[Effects]) -> Dispatcher:
         """A dispatcher for the same tools whose calls also go through `inner` (innermost,
         right around each call; the first outermost): the hooks of one run."""
-        timeout, max_output, backoff, executor = self._settings
         outer = [] if self._effects is None else [self._effects]
         return Dispatcher(
             self._tools,
-            tool_timeout=timeout,
-            max_output=max_output,
-            backoff=backoff,
-            executor=executor,
+            tool_timeout=self._timeout,
+            max_output=self._max_output,
+            backoff=self._backoff,
+            executor=self._executor,
             effects=nest([*outer, *inner]),
         )
 
@@ -116,26 +150,18 @@ class Dispatcher:
         *,
         run_id: str | None = None,
         turn: int = 0,
-    ) -> Batch:
+        context_for: ContextFor | None = None,
+    ) -> TurnResults:
         """Runs every call concurrently; returns when all are answered or the turn is stopped.
 
-        `run_id` and `turn` are what the effects (if any) are told about each call.
+        `run_id` and `turn` are what the effects (if any) are told about each call;
+        `context_for(call)` makes the `RunContext` of a call to a tool that takes one (without
+        it, such a tool gets a context with no deps).
         """
         if not calls:
-            return Batch(())
-        locks: dict[str, asyncio.Lock] = {}
-        effects = self._effects
-        tasks = [
-            asyncio.create_task(
-                self._answer(call, locks, notify)
-                if effects is None
-                else effects.tool_call(
-                    ToolInvocation(run_id, turn, call, self._tools.get(call.name)),
-                    functools.partial(self._answer, call, locks, notify),
-                )
-            )
-            for call in calls
-        ]
+            return TurnResults(())
+        shared = _Turn(notify, run_id, turn, context_for)
+        tasks = [asyncio.create_task(self._answer(call, shared)) for call in calls]
         stop: BaseException | None = None
         try:
             _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -165,40 +191,68 @@ class Dispatcher:
             else:
                 outcome = task.result()
             outcomes.append(outcome)
-        return Batch(tuple(outcomes), stop)
+        return TurnResults(tuple(outcomes), stop)
 
-    async def _answer(
-        self,
-        call: ToolCall,
-        locks: dict[str, asyncio.Lock],
-        notify: Callable[[Event], None] | None,
-        edited: Mapping[str, Any] | None = None,
-    ) -> ToolCallFinished:
-        """Answers `call`; with `edited` arguments (from an effect), runs it with those."""
+    def _answer(self, call: ToolCall, turn: _Turn) -> Coroutine[Any, Any, ToolCallFinished]:
+        """How `call` is answered: through the effects (if any). The call is prepared before
+        they see it; a hook's `proceed(arguments)` prepares it again with those."""
+        prepared = self._prepare(call, turn)
+        effects = self._effects
+        if effects is None:
+            return self._execute(prepared, turn)
+
+        def proceed(arguments: Mapping[str, Any] | None = None, /) -> Awaitable[ToolCallFinished]:
+            if arguments is None:
+                return self._execute(prepared, turn)
+            return self._execute(self._prepare(call, turn, arguments), turn)
+
+        valid = prepared.arguments if prepared.bound is not None else None
+        invocation = ToolInvocation(turn.run_id, turn.number, call, prepared.tool, valid)
+        return effects.tool_call(invocation, proceed)
+
+    def _prepare(
+        self, call: ToolCall, turn: _Turn, edited: Mapping[str, Any] | None = None
+    ) -> _Prepared:
+        """Resolves the tool, reads and validates the arguments (`edited` instead of the
+        model's, when given) and fills in the call's `RunContext` parameters."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return _Prepared(call, None, failure=self._unknown_tool(call.name), edited=edited)
+        try:
+            arguments = call.parsed_arguments() if edited is None else edited
+        except ArgumentsError as exc:
+            return _Prepared(call, tool, failure=str(exc), edited=edited)
+        try:
+            bound = tool.bind(arguments)
+        except ArgumentsError as exc:
+            return _Prepared(call, tool, arguments, failure=str(exc), edited=edited)
+        except Exception as exc:  # a validator's own TypeError, a broken Tool subclass
+            failure = _failure(tool.name, exc).text
+            return _Prepared(call, tool, arguments, failure=failure, edited=edited)
+        if tool.context_types:
+            context = _no_context() if turn.context_for is None else turn.context_for(call)
+            kwargs = {**bound.kwargs, **dict.fromkeys(tool.context_types, context)}
+            bound = BoundCall(bound.fn, kwargs, bound.is_async)
+        return _Prepared(call, tool, arguments, bound, edited=edited)
+
+    async def _execute(self, prepared: _Prepared, turn: _Turn) -> ToolCallFinished:
+        """Runs a prepared call (or answers it with its failure) and reports it started and
+        finished; a run-stopping exception leaves as `_Stop`, carrying the call's answer."""
+        call, tool, bound, notify = prepared.call, prepared.tool, prepared.bound, turn.notify
         if notify is not None:
             notify(ToolCallStarted(call))
         started = time.perf_counter()
-        tool = self._tools.get(call.name)
         attempts = 0
         is_error = True
         images: tuple[Any, ...] = ()
-        arguments: Mapping[str, Any] | None = None
         try:
-            if tool is None:
-                raise _Failure(self._unknown_tool(call.name))
-            arguments = parse_arguments(call.arguments if edited is None else edited)
-            try:
-                bound = tool.bind(arguments)
-            except ArgumentsError as exc:
-                raise _Failure(str(exc)) from None
-            except Exception as exc:  # a validator's own TypeError, a broken Tool subclass
-                raise _failure(tool.name, exc) from None
+            if tool is None or bound is None:  # it cannot run: its failure answers it
+                raise _Failure(prepared.failure or "")
             if tool.sequential:
-                lock = locks.setdefault(tool.name, asyncio.Lock())
-                async with lock:
-                    output, attempts = await self._run_with_retries(tool, bound)
+                async with turn.locks.setdefault(tool.name, asyncio.Lock()):
+                    output, attempts = await self._retrying(tool, bound)
             else:
-                output, attempts = await self._run_with_retries(tool, bound)
+                output, attempts = await self._retrying(tool, bound)
             text, images, is_error = output.text, output.images, output.is_error
         except _Failure as failure:
             text, attempts = failure.text, failure.attempts
@@ -206,36 +260,37 @@ class Dispatcher:
             if isinstance(exc, asyncio.CancelledError) and _cancel_requested():
                 raise  # the turn is being cancelled: `run` answers this call as cancelled
             text = _stop_text(call, exc)
-            outcome = self._finish(call, tool, text, True, (), started, attempts, arguments)
+            outcome = self._finish(prepared, text, True, (), started, attempts)
             if notify is not None:
                 notify(outcome)
             raise _Stop(exc, outcome) from None
-        if edited is not None:
-            text = EDITED_TEXT.format(arguments=json.dumps(dict(edited), default=str)) + text
-        outcome = self._finish(call, tool, text, is_error, images, started, attempts, arguments)
+        if prepared.edited is not None:
+            edited = json.dumps(dict(prepared.edited), default=str)
+            text = texts.EDITED.format(arguments=edited) + text
+        outcome = self._finish(prepared, text, is_error, images, started, attempts)
         if notify is not None:
             notify(outcome)
         return outcome
 
     def _finish(
         self,
-        call: ToolCall,
-        tool: Tool | None,
+        prepared: _Prepared,
         text: str,
         is_error: bool,
         images: tuple[Any, ...],
         started: float,
         attempts: int,
-        arguments: Mapping[str, Any] | None,
     ) -> ToolCallFinished:
+        call, tool = prepared.call, prepared.tool
         limit = self._max_output
         if tool is not None and tool.max_output is not None:
             limit = tool.max_output
         result = ToolResult(call.id, call.name, truncate(text, limit), is_error, images)
         took = time.perf_counter() - started
+        arguments = prepared.arguments
         return ToolCallFinished(call, result, text, took, attempts, arguments=arguments)
 
-    async def _run_with_retries(self, tool: Tool, bound: BoundCall) -> tuple[ToolOutput, int]:
+    async def _retrying(self, tool: Tool, bound: BoundCall) -> tuple[ToolOutput, int]:
         """Runs the call, retrying `retry_on` exceptions; a last failure becomes `_Failure`."""
         timeout = tool.timeout if tool.timeout is not None else self._timeout
         retry_on = tuple(t for t in tool.retry_on if issubclass(t, Exception))
@@ -250,14 +305,14 @@ class Dispatcher:
                     return await self._attempt(tool, bound, timeout), attempt_number
         except _Failure as failure:
             if attempt_number > 1:
-                text = f"{failure.text} (after {attempt_number} attempts)"
+                text = texts.AFTER_ATTEMPTS.format(text=failure.text, attempts=attempt_number)
                 raise _Failure(text, attempt_number) from None
             failure.attempts = attempt_number
             raise
         except retry_on as exc:
             text = _failure(tool.name, exc).text
             if attempt_number > 1:
-                text = f"{text} (after {attempt_number} attempts)"
+                text = texts.AFTER_ATTEMPTS.format(text=text, attempts=attempt_number)
             raise _Failure(text, attempt_number) from None
         raise AssertionError("unreachable: retry_context yields at least one attempt")
 
@@ -271,7 +326,8 @@ class Dispatcher:
         except (FatalToolError, KeyboardInterrupt, SystemExit, asyncio.CancelledError):
             raise
         except DeadlinePassed as exc:
-            raise _TimedOut(f"{tool.name} timed out after {seconds:g}s") from exc
+            text = texts.TIMED_OUT.format(tool=tool.name, seconds=f"{seconds:g}")
+            raise _TimedOut(text) from exc
         except Exception as exc:
             if isinstance(exc, tool.retry_on):
                 raise
@@ -293,8 +349,8 @@ class Dispatcher:
 
     def _unknown_tool(self, name: str) -> str:
         if not name:
-            return f"the tool call has no tool name; the tools available are: {self._available}"
-        return f"unknown tool {name!r}; the tools available are: {self._available}"
+            return texts.NO_NAME.format(available=self._available)
+        return texts.UNKNOWN_TOOL.format(name=name, available=self._available)
 
 
 class _TimedOut(_Failure, TimeoutError):
@@ -310,7 +366,14 @@ def _failure(tool_name: str, exc: BaseException) -> _Failure:
 
 def _unexpected(tool_name: str, exc: BaseException) -> _Failure:
     logger.error("tool %s failed", tool_name, exc_info=exc)
-    return _Failure(f"{tool_name} failed: {type(exc).__name__}")
+    return _Failure(texts.FAILED.format(tool=tool_name, exception_type=type(exc).__name__))
+
+
+def _no_context() -> RunContext[Any]:
+    """The context of a call made outside a run: no deps, nothing known."""
+    from steadyloop.context import RunContext
+
+    return RunContext(None)
 
 
 def _cancel_requested() -> bool:
@@ -320,7 +383,8 @@ def _cancel_requested() -> bool:
 
 
 def _stop_text(call: ToolCall, error: BaseException) -> str:
-    return f"{call.name} stopped the run: {type(error).__name__}: {error}".rstrip(": ")
+    kind = type(error).__name__
+    return texts.STOPPED.format(tool=call.name, exception_type=kind, error=error).rstrip(": ")
 
 
 def _stopped(call: ToolCall, error: BaseException) -> ToolCallFinished:
@@ -330,31 +394,8 @@ def _stopped(call: ToolCall, error: BaseException) -> ToolCallFinished:
 
 
 def _cancelled(call: ToolCall) -> ToolCallFinished:
-    result = ToolResult(call.id, call.name, CANCELLED_TEXT, is_error=True)
-    return ToolCallFinished(call, result, CANCELLED_TEXT, 0.0, 0, cancelled=True)
-
-
-def parse_arguments(raw: str | Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """The call's arguments as a mapping; `""`, whitespace and `null` mean no arguments.
-
-    Raises `_Failure` with the parser's message for text that is not a JSON object.
-    """
-    if isinstance(raw, Mapping):
-        return raw
-    text = (raw or "").strip()
-    if not text or text == "null":
-        return {}
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        preview = text if len(text) <= _RAW_PREVIEW else text[:_RAW_PREVIEW] + "..."
-        raise _Failure(f"arguments are not valid JSON ({exc}); received: {preview}") from None
-    if not isinstance(value, dict):
-        raise _Failure(
-            f"arguments must be a JSON object of parameter names to values, "
-            f"got {type(value).__name__}: {text[:_RAW_PREVIEW]}"
-        )
-    return value
+    result = ToolResult(call.id, call.name, texts.CANCELLED, is_error=True)
+    return ToolCallFinished(call, result, texts.CANCELLED, 0.0, 0, cancelled=True)
 
 
 class ToolThreads:

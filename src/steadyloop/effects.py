@@ -10,9 +10,11 @@ loop calls straight through, at no cost.
 
 The model hook wraps the whole call, retries included (the retries are the loop's business);
 the tool hook wraps the whole call, from an unknown name or bad arguments to the rendered
-result. The hooks of one turn's tool calls start in call order. A tool hook may also run the
-call with other arguments, `proceed(arguments)` (validated again; the result says a reviewer
-changed them), which is how an approval edits a call.
+result. A tool call is read and validated once, before its hooks see it: `ToolInvocation`
+carries the validated arguments (None when the call cannot run; `proceed()` then answers it
+with the error the model reads). The hooks of one turn's tool calls start in call order. A tool
+hook may also run the call with other arguments, `proceed(arguments)` (validated again; the
+result says a reviewer changed them), which is how an approval edits a call.
 """
 
 from __future__ import annotations
@@ -42,12 +44,16 @@ class ModelCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolInvocation:
-    """A tool call about to be answered: `tool` is None when the model named no such tool."""
+    """A tool call about to be answered: `tool` is None when the model named no such tool;
+    `arguments` the call's JSON object once the tool has validated it, None when the call
+    cannot run (no such tool, arguments it cannot take). A hook inside one that ran the call
+    with other arguments sees those, which are validated when the call runs."""
 
     run_id: str | None
     turn: int
     call: ToolCall
     tool: Tool | None
+    arguments: Mapping[str, Any] | None = None
 
 
 class Proceed(Protocol):
@@ -88,8 +94,8 @@ class _Nested(Effects):
         def inner(arguments: Mapping[str, Any] | None = None, /) -> Awaitable[ToolCallFinished]:
             if arguments is None:
                 return self._inner.tool_call(call, proceed)
-            edited = ToolInvocation(
-                call.run_id, call.turn, replace(call.call, arguments=dict(arguments)), call.tool
+            edited = replace(
+                call, call=replace(call.call, arguments=dict(arguments)), arguments=arguments
             )
 
             def edited_proceed(

@@ -2,18 +2,21 @@
 
 The run's state lives in its transcript; each step is a short method. Limits are checked before
 every model call; tool results are appended before any stop is raised, so the transcript is
-valid (every call answered) whatever ends the run.
+valid (every call answered) whatever ends the run. A run takes two things: its config (a
+snapshot of its agent's settings) and where it starts (a prompt, or a point a run stopped at).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
-from steadyloop.approvals import Approvals, Decision, Pause
-from steadyloop.context import RunContext, ToolContext, make_instructions
+from steadyloop import texts
+from steadyloop.approvals import Approvals, Pause
+from steadyloop.cache import cache_key
+from steadyloop.context import RunContext, make_instructions
 from steadyloop.cost import has_price, priced
-from steadyloop.effects import Effects, ModelCall, ToolInvocation
+from steadyloop.effects import ModelCall
 from steadyloop.errors import (
     ConfigError,
     ContextLimitExceeded,
@@ -46,112 +49,87 @@ from steadyloop.retry import retry_model_call
 from steadyloop.transcript import Transcript
 
 if TYPE_CHECKING:
-    from steadyloop.agent import Agent
-    from steadyloop.dispatch import Batch, Dispatcher
+    from steadyloop.config import RunConfig
+    from steadyloop.dispatch import Dispatcher, TurnResults
     from steadyloop.output import FinalAnswer
-    from steadyloop.tracing_spans import Tracing
+    from steadyloop.start import RunStart
+    from steadyloop.tracing.spans import Tracing
 
-__all__ = ["Run"]
+__all__ = ["Outcome", "Run"]
 
-CUT_OFF_TEXT = (
-    "your call to {name} was cut off by the output token limit before its arguments were "
-    "complete, so it was not run; send it again with shorter arguments"
-)
+CUT_OFF_TEXT = texts.CUT_OFF
 _UNCHECKED: Any = object()  # a text run without `output_check`: its output is the last text
-UNANSWERED_TEXT = "not run: the conversation went on before this call was answered"
-INTERRUPTED_TEXT = (
-    "interrupted: the run stopped while this call was running, so its outcome is unknown; it was "
-    "not run again because {name} is not marked idempotent. Check its effect before calling it "
-    "again"
-)
+UNANSWERED_TEXT = texts.UNANSWERED
+INTERRUPTED_TEXT = texts.INTERRUPTED
+
+Outcome = Literal["continue", "answered", "paused"]
+"""What a step that can end the run says: go on, the run has its answer, or it waits for
+decisions on gated calls."""
 
 
 class Run:
-    """The state and steps of one `Agent.run`."""
+    """The state and steps of one run."""
 
     def __init__(
         self,
-        agent: Agent[Any],
+        config: RunConfig,
         dispatcher: Dispatcher,
-        prompt: UserMessage | str | None,
-        history: Sequence[Message],
-        notify: Callable[[Event], None] | None = None,
+        start: RunStart,
         *,
-        streaming: bool = False,
-        run_id: str | None = None,
+        notify: Callable[[Event], None] | None = None,
         commit: Callable[[], Awaitable[None]] | None = None,
-        turns_used: int = 0,
-        usage: Usage | None = None,
-        recovered: Mapping[str, ToolResult] | None = None,
         tracing: Tracing | None = None,
+        streaming: bool = False,
         answer: FinalAnswer | None = None,
         deps: Any = None,
-        decisions: Mapping[str, Decision] | None = None,
     ) -> None:
-        """`prompt` None resumes: the history is this run's own log, `turns_used` its model
-        calls and `usage` so far, and `recovered` the results of calls that finished before it
-        stopped. `commit` makes what was recorded so far durable (the run log's write-ahead
-        points). `tracing`: the run's spans, when it is traced (the dispatcher has them too).
-        `answer` is the `final_answer` tool of a run with a typed answer (one of the
-        dispatcher's tools); `deps` what the run's `RunContext` carries; `decisions` those
-        made for the calls a paused run waits on (they are run, or denied)."""
-        self.agent = agent
+        """`notify` is told each event; `commit` makes what was recorded so far durable (the
+        run log's write-ahead points). `tracing`: the run's spans, when it is traced (the
+        dispatcher has them too). `answer` is the `final_answer` tool of a run with a typed
+        answer (one of the dispatcher's tools); `deps` what the run's `RunContext` carries."""
+        self.config = config
         self.deps = deps
-        self.decisions = decisions or {}
+        self.decisions = start.decisions_for(dispatcher.tools)
         self.approvals: Approvals | None = None
-        hooks: list[Effects] = []
-        if any(tool.context_types for tool in dispatcher.tools):
-            hooks.append(ToolContext(self._tool_context))
         if self.decisions or any(tool.approve for tool in dispatcher.tools):
             self.approvals = Approvals(
-                agent.approver, self.decisions, self._tool_context, notify, commit
+                config.approver, self.decisions, self._call_context, notify, commit
             )
-            hooks.append(self.approvals)
-        if hooks:
-            dispatcher = dispatcher.around(hooks)
+            dispatcher = dispatcher.around([self.approvals])
         self.dispatcher = dispatcher
-        self.prompt = UserMessage(prompt) if isinstance(prompt, str) else prompt
+        self.prompt = start.prompt
         self.tracing = tracing
-        self.effects = agent.effects if tracing is None else tracing.around(agent.effects)
+        self.effects = config.effects if tracing is None else tracing.around(config.effects)
         self.notify = notify
         self.streaming = streaming
-        self.run_id = run_id
+        self.run_id = start.run_id
         self.commit = commit
-        self.transcript = Transcript(history, agent.estimate_tokens)
+        self.transcript = Transcript(start.messages, config.estimate_tokens)
         self.history_length = len(self.transcript)
-        self.turns = turns_used
-        self.recovered = recovered
-        self.usage = usage if usage is not None else Usage()
-        self.guard = RepeatGuard(agent.limits.max_repeats, agent.limits.max_same_results)
+        self.turns = start.turns_used
+        self.recovered = start.recovered
+        self.usage = start.usage
+        self.guard = RepeatGuard(config.limits.max_repeats, config.limits.max_same_results)
         self.specs = tuple(tool.spec for tool in dispatcher.tools)
-        self.instructions = agent.instructions if not callable(agent.instructions) else None
+        self.instructions = config.instructions if not callable(config.instructions) else None
         self.fixed_tokens = estimate_fixed_tokens(self.instructions, self.specs)
+        self.cache_key = cache_key(config.cache, config.model.name, config.instructions, self.specs)
         self.stop_reason = "end_turn"
         self.answer = answer
         # A text answer's output once `output_check` accepted it; None until then.
-        self.checked: Any = _UNCHECKED if agent.output_check is None else None
+        self.checked: Any = _UNCHECKED if config.output_check is None else None
         self.pause: Pause | None = None
 
     async def execute(self) -> RunResult[Any]:
         """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
-        prompt = self.prompt
-        await self._check_cost_limit_applies()
-        self._emit(
-            RunStarted(
-                self.run_id,
-                self.agent.model.name,
-                prompt.text if prompt is not None else "",
-                self.history_length,
-            )
-        )
-        if await self._answer_unanswered_calls():
+        await self._begin()
+        if await self._answer_unanswered_calls() == "paused":
             return self._finish()
-        recovering = self.answer if self.recovered is not None else None
-        if recovering is not None and await recovering.recover(self.transcript.entries):
+        if await self._answer_recovered():
             return self._finish()  # resumed after its answer was accepted: no model call
-        if prompt is not None:
-            self._append(prompt)
-        if callable(self.agent.instructions):
+        if self.prompt is not None:
+            self._append(self.prompt)
+        if callable(self.config.instructions):
             await self._make_instructions()
         while True:
             await self._check_limits()
@@ -159,17 +137,11 @@ class Run:
             reply = await self._call_model()
             self._append(reply)
             if not reply.tool_calls:
-                nudge = nudge_after(reply, self.answer)
-                if nudge is None:
-                    nudge = await self._check_text(reply)
-                if nudge is not None:  # not an answer (or refused): say why, ask again
-                    self._append(nudge)
-                    continue
-                if reply.stop_reason == "max_tokens":
-                    self.stop_reason = "max_tokens"
-                return self._finish()
+                if await self._take_answer(reply) == "answered":
+                    return self._finish()
+                continue
             await self._commit()  # the reply is logged before any of its calls starts
-            if await self._run_tools(reply):
+            if await self._run_tools(reply) != "continue":
                 return self._finish()
 
     def result(self) -> RunResult[Any]:
@@ -191,16 +163,47 @@ class Run:
 
     # -- steps -------------------------------------------------------------------------------
 
+    async def _begin(self) -> None:
+        """Refuses a cost limit it cannot keep, then announces the run."""
+        config = self.config
+        if config.limits.max_cost_usd is not None and not await has_price(config.model):
+            raise ConfigError(
+                f"Limits(max_cost_usd=...) needs the price of {config.model.name}, and the "
+                "price tables (genai-prices) have none: name the model PROVIDER:MODEL as the "
+                "tables do (openai:gpt-4.1-mini), or drop the cost limit"
+            )
+        prompt = self.prompt.text if self.prompt is not None else ""
+        self._emit(RunStarted(self.run_id, config.model.name, prompt, self.history_length))
+
+    async def _answer_recovered(self) -> bool:
+        """True when a resumed run's typed answer was accepted before it stopped."""
+        if self.answer is None or self.recovered is None:
+            return False
+        return await self.answer.recover(self.transcript.entries)
+
     async def _make_instructions(self) -> None:
         """Callable instructions make this run's system prompt, once; the text is logged."""
-        text = await make_instructions(self.agent.instructions, self.context())
+        text = await make_instructions(self.config.instructions, self.context())
         self.instructions = text
         self.fixed_tokens = estimate_fixed_tokens(text, self.specs)
         self._emit(InstructionsMade(text or ""))
 
+    async def _take_answer(self, reply: AssistantMessage) -> Outcome:
+        """A reply without calls: "answered", or "continue" once the message saying why it is
+        not an answer (or why `output_check` refused it) is appended."""
+        nudge = nudge_after(reply, self.answer)
+        if nudge is None:
+            nudge = await self._check_text(reply)
+        if nudge is not None:
+            self._append(nudge)
+            return "continue"
+        if reply.stop_reason == "max_tokens":
+            self.stop_reason = "max_tokens"
+        return "answered"
+
     async def _check_text(self, reply: AssistantMessage) -> UserMessage | None:
         """Runs the agent's `output_check` on a text answer; the refusal to append, if any."""
-        check = self.agent.output_check
+        check = self.config.output_check
         if check is None or self.answer is not None:
             return None
         try:
@@ -210,12 +213,12 @@ class Run:
         return refusal
 
     async def _check_limits(self) -> None:
-        limits = self.agent.limits
+        limits = self.config.limits
         if self.turns >= limits.max_turns:
             self._stop(TurnLimitExceeded, f"turn limit reached: {limits.max_turns} model calls")
         self._check_cost()
         tokens = self.transcript.context_tokens(self.fixed_tokens)
-        compaction = self.agent.compaction
+        compaction = self.config.compaction
         if compaction is not None and tokens > compaction.trigger * limits.max_context_tokens:
             await self._compact()
             self._check_cost()  # the summary was a paid call too
@@ -228,21 +231,12 @@ class Run:
             )
 
     def _check_cost(self) -> None:
-        limit = self.agent.limits.max_cost_usd
+        limit = self.config.limits.max_cost_usd
         cost = self.usage.cost_usd
         if limit is not None and cost is not None and cost >= limit:
             self._stop(
                 CostLimitExceeded,
                 f"cost limit reached: the run has cost ${cost:.4f}, max_cost_usd={limit:g}",
-            )
-
-    async def _check_cost_limit_applies(self) -> None:
-        """A cost limit is kept only with a known price: without one the run does not start."""
-        if self.agent.limits.max_cost_usd is not None and not await has_price(self.agent.model):
-            raise ConfigError(
-                f"Limits(max_cost_usd=...) needs the price of {self.agent.model.name}, and the "
-                "price tables (genai-prices) have none: name the model PROVIDER:MODEL as the "
-                "tables do (openai:gpt-4.1-mini), or drop the cost limit"
             )
 
     async def _call_model(self) -> AssistantMessage:
@@ -253,7 +247,7 @@ class Run:
                 reply = await self._request_with_retries()
                 break
             except ContextWindowExceeded as exc:
-                if self.agent.compaction is None or compacted or not await self._compact():
+                if self.config.compaction is None or compacted or not await self._compact():
                     self._stop(ContextLimitExceeded, f"the provider says: {exc}", cause=exc)
                 compacted = True
                 self._check_cost()
@@ -261,12 +255,15 @@ class Run:
         return self.transcript.with_unique_call_ids(reply)
 
     async def _request_with_retries(self) -> AssistantMessage:
-        request = ModelRequest(self.instructions, self.transcript.view(), self.specs)
+        config = self.config
+        request = ModelRequest(
+            self.instructions, self.transcript.view(), self.specs, config.cache, self.cache_key
+        )
         self._emit(
             ModelRequestStarted(
                 self.turns,
                 self.transcript.context_tokens(self.fixed_tokens),
-                self.agent.limits.max_context_tokens,
+                config.limits.max_context_tokens,
                 len(request.messages),
             )
         )
@@ -276,21 +273,18 @@ class Run:
 
         async def call_with_retries() -> AssistantMessage:
             reply = await retry_model_call(
-                lambda: self._request(request),
-                self.agent.model_retries,
-                self.agent.backoff,
-                announce,
+                lambda: self._request(request), config.model_retries, config.backoff, announce
             )
-            return await priced(reply, self.agent.model)  # what the effects see is priced
+            return await priced(reply, config.model)  # what the effects see is priced
 
         effects = self.effects
         if effects is None:
             return await call_with_retries()
-        model_call = ModelCall(self.run_id, self.turns, self.agent.model.name, request)
+        model_call = ModelCall(self.run_id, self.turns, config.model.name, request)
         return await effects.model_call(model_call, call_with_retries)
 
     async def _request(self, request: ModelRequest) -> AssistantMessage:
-        model = self.agent.model
+        model = self.config.model
         if not self.streaming:
             return await model.request(request)
         parts = model.stream(request)
@@ -306,21 +300,19 @@ class Run:
                 await close()
         raise ModelError(f"{model.name}: the stream ended without a reply", retryable=True)
 
-    async def _run_tools(self, reply: AssistantMessage) -> bool:
-        """Answers the reply's calls; True when the run ends here: with an accepted typed
-        answer, or paused until gated calls are decided."""
+    async def _run_tools(self, reply: AssistantMessage) -> Outcome:
+        """Answers the reply's calls: "answered" when a typed answer was accepted, "paused"
+        when some wait for a decision, else "continue"."""
         if reply.stop_reason == "max_tokens":
             for call in reply.tool_calls:
                 self._append(_error_result(call, CUT_OFF_TEXT.format(name=call.name)))
-            return False
+            return "continue"
         self.usage += Usage(tool_calls=len(reply.tool_calls))
         if self.answer is not None:
             self.answer.expect(reply.tool_calls)
-        batch = await self.dispatcher.run(
-            reply.tool_calls, self.notify, run_id=self.run_id, turn=self.turns
-        )
-        if self._paused(batch):
-            return True
+        batch = await self._dispatch(reply.tool_calls)
+        if self._pause_for_decisions(batch) == "paused":
+            return "paused"
         checked = self.guard.check_turn(batch.outcomes)
         for result in checked.results:
             self._append(result)
@@ -328,18 +320,21 @@ class Run:
             self._raise_stop(batch.stop)
         if checked.stop is not None:
             self._stop(RepeatLimitExceeded, checked.stop)
-        return self.answer is not None and self.answer.accepted
+        accepted = self.answer is not None and self.answer.accepted
+        return "answered" if accepted else "continue"
 
-    def _paused(self, batch: Batch, answers: Mapping[str, ToolResult] | None = None) -> bool:
-        """Pauses the run while some of the turn's calls wait for a decision. The turn's
-        answers, in call order, end the paused transcript: what ran, and each waiting call
-        answered as waiting, so a run continued from these messages knows what was done.
+    def _pause_for_decisions(
+        self, batch: TurnResults, answers: Mapping[str, ToolResult] | None = None
+    ) -> Outcome:
+        """ "paused" when some of the turn's calls wait for a decision, else "continue". The
+        turn's answers, in call order, end the paused transcript: what ran, and each waiting
+        call answered as waiting, so a run continued from these messages knows what was done.
         `resume` goes on from the reply instead: it answers the calls again, the ones that ran
         with their held results and the decided ones as decided. `answers`: the turn's
         results (in call order), when not just the batch's."""
         approvals = self.approvals
         if approvals is None or not approvals.pending or batch.stop is not None:
-            return False
+            return "continue"
         if answers is None:
             answers = {outcome.call.id: outcome.result for outcome in batch.outcomes}
         waiting = {call.call_id for call in approvals.pending}
@@ -348,29 +343,66 @@ class Run:
         self.stop_reason = "approval"
         for result in answers.values():
             self._append(result)
-        return True
+        return "paused"
 
     async def _compact(self) -> bool:
         """Appends a summary of the older messages; False when nothing could be summarised."""
-        compaction = self.agent.compaction
-        assert compaction is not None
-        cut = self.transcript.compaction_cut(compaction.keep_recent)
+        config = self.config
+        assert config.compaction is not None
+        cut = self.transcript.compaction_cut(config.compaction.keep_recent)
         if cut is None:
             return False
         before = self.transcript.context_tokens(self.fixed_tokens)
-        text, reply = await compaction.summary_text(
-            self.transcript.to_summarise(cut),
-            self.agent.model,
-            self.agent.limits.max_context_tokens * 2,
+        text, reply = await config.compaction.summary_text(
+            self.transcript.to_summarise(cut), config.model, config.limits.max_context_tokens * 2
         )
         if reply is not None:
-            reply = await priced(reply, self.agent.model)
+            reply = await priced(reply, config.model)
             self.usage += reply.request_usage()
         summary = self.transcript.summary_for(cut, text)
         self._append(summary)
         after = self.transcript.context_tokens(self.fixed_tokens)
         self._emit(Compacted(summary, before, after))
         return True
+
+    async def _answer_unanswered_calls(self) -> Outcome:
+        """Answers the calls of the last reply that have no result, so the history stays valid;
+        "paused" when some of them still wait for a decision, else "continue".
+
+        With a new prompt they are answered "not run". When resuming, a call that finished
+        before the stop gets its logged result, a decided or idempotent one is run (or
+        denied), and any other is answered "interrupted" rather than risk doing its effect
+        twice.
+        """
+        unanswered = self.transcript.open_calls()
+        if not unanswered:
+            return "continue"
+        if self.recovered is None:
+            for call in unanswered:
+                self._append(_error_result(call, UNANSWERED_TEXT))
+            return "continue"
+        tools = {t.name: t for t in self.dispatcher.tools}
+        rerun = [
+            c
+            for c in unanswered
+            if c.id not in self.recovered
+            and (c.id in self.decisions or (c.name in tools and tools[c.name].idempotent))
+        ]
+        batch = await self._dispatch(rerun)
+        fresh = {outcome.call.id: outcome.result for outcome in batch.outcomes}
+        answers = {
+            call.id: self.recovered.get(call.id)
+            or fresh.get(call.id)
+            or _error_result(call, INTERRUPTED_TEXT.format(name=call.name))
+            for call in unanswered
+        }
+        if self._pause_for_decisions(batch, answers) == "paused":
+            return "paused"
+        for call in unanswered:
+            self._append(answers[call.id])
+        if batch.stop is not None:
+            self._raise_stop(batch.stop)
+        return "continue"
 
     # -- bookkeeping -------------------------------------------------------------------------
 
@@ -380,57 +412,15 @@ class Run:
         usage, messages = self.usage, self.transcript.entries
         return RunContext(self.deps, self.run_id, turn, call_id, usage, messages)
 
-    def _tool_context(self, invocation: ToolInvocation) -> RunContext[Any]:
-        return self.context(invocation.call.id, invocation.turn)
+    async def _dispatch(self, calls: Sequence[ToolCall]) -> TurnResults:
+        """Answers `calls` (concurrently), each with its context."""
+        return await self.dispatcher.run(
+            calls, self.notify, run_id=self.run_id, turn=self.turns, context_for=self._call_context
+        )
 
-    async def _answer_unanswered_calls(self) -> bool:
-        """Answers the calls of the last reply that have no result, so the history stays valid;
-        True when some of them still wait for a decision (the run pauses again).
-
-        With a new prompt they are answered "not run". When resuming, a call that finished
-        before the stop gets its logged result, a decided or idempotent one is run (or
-        denied), and any other is answered "interrupted" rather than risk doing its effect
-        twice.
-        """
-        # Only a reply at the end (followed by nothing but results) can still be answered in
-        # place; calls left open earlier in a history are paired at the wire by the adapters.
-        entries = self.transcript.entries
-        tail = len(entries)
-        while tail and isinstance(entries[tail - 1], ToolResult):
-            tail -= 1
-        last = entries[tail - 1] if tail else None
-        if not isinstance(last, AssistantMessage):
-            return False
-        answered = {m.call_id for m in entries[tail:] if isinstance(m, ToolResult)}
-        unanswered = [c for c in last.tool_calls if c.id not in answered]
-        if not unanswered:
-            return False
-        if self.recovered is None:
-            for call in unanswered:
-                self._append(_error_result(call, UNANSWERED_TEXT))
-            return False
-        tools = {t.name: t for t in self.dispatcher.tools}
-        rerun = [
-            c
-            for c in unanswered
-            if c.id not in self.recovered
-            and (c.id in self.decisions or (c.name in tools and tools[c.name].idempotent))
-        ]
-        batch = await self.dispatcher.run(rerun, self.notify, run_id=self.run_id, turn=self.turns)
-        fresh = {outcome.call.id: outcome.result for outcome in batch.outcomes}
-        answers = {
-            call.id: self.recovered.get(call.id)
-            or fresh.get(call.id)
-            or _error_result(call, INTERRUPTED_TEXT.format(name=call.name))
-            for call in unanswered
-        }
-        if self._paused(batch, answers):
-            return True
-        for call in unanswered:
-            self._append(answers[call.id])
-        if batch.stop is not None:
-            self._raise_stop(batch.stop)
-        return False
+    def _call_context(self, call: ToolCall) -> RunContext[Any]:
+        """The context of a call of the turn being answered."""
+        return self.context(call.id)
 
     async def _commit(self) -> None:
         if self.commit is not None:

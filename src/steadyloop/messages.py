@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any, ClassVar, TypeAlias
 
+from steadyloop import texts
 from steadyloop.errors import ConfigError
 from steadyloop.media import Document, Image, Part, part_from_dict, part_to_dict
 
 __all__ = [
+    "ArgumentsError",
     "AssistantMessage",
     "Image",
     "Message",
+    "Native",
     "Prompt",
     "Reasoning",
     "Summary",
@@ -47,7 +50,7 @@ class Usage:
     `unreported` counts the requests whose reply came without token counts (a server that
     ignores `stream_options.include_usage`, the fakes): their tokens are missing from the
     counts, which are then a lower bound, or unknown when no reply reported any
-    (`tokens_known`, `total_tokens`).
+    (`tokens_known`, `total_tokens`). `cost_usd` and `unreported` are keyword-only.
     """
 
     input_tokens: int = 0
@@ -56,6 +59,7 @@ class Usage:
     tool_calls: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    _: KW_ONLY
     cost_usd: float | None = None
     unreported: int = 0
 
@@ -72,19 +76,11 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        counts = {name: getattr(self, name) + getattr(other, name) for name in _COUNTS}
         cost = self.cost_usd
         if other.cost_usd is not None:
             cost = other.cost_usd if cost is None else cost + other.cost_usd
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.requests + other.requests,
-            self.tool_calls + other.tool_calls,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-            cost,
-            self.unreported + other.unreported,
-        )
+        return Usage(**counts, cost_usd=cost)
 
     def to_dict(self) -> dict[str, int | float | None]:
         return {
@@ -119,6 +115,10 @@ class Usage:
             k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__ and k != "cost_usd"
         }
         return cls(**counts, cost_usd=float(cost) if cost is not None else None)
+
+
+# The fields a sum adds up (every one but the cost, which has its own rule for unknown).
+_COUNTS = tuple(f.name for f in fields(Usage) if f.name != "cost_usd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,18 +167,63 @@ def user_message(prompt: Prompt) -> UserMessage:
     return UserMessage(text, parts if media else ())
 
 
+class ArgumentsError(Exception):
+    """A tool call's arguments cannot be used: not JSON, not a JSON object, or not what the tool
+    takes. The message says which, for the model to fix its call."""
+
+
+# How much of unreadable arguments an error quotes back to the model.
+_RAW_PREVIEW = 200
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call the model asked for.
 
     `arguments` is the raw JSON string the model sent (or a mapping, when a provider delivers an
     object); parsing and validation happen at dispatch so a malformed call is answered, not lost.
+    Read them with `parsed_arguments()` or `arguments_json()`, the one reading of each.
     """
 
     id: str
     name: str
     arguments: str | Mapping[str, Any]
     type: ClassVar[str] = "tool_call"
+
+    def parsed_arguments(self) -> Mapping[str, Any]:
+        """The arguments as a mapping; `""`, whitespace and `null` mean no arguments.
+
+        Raises `ArgumentsError` with the parser's complaint (and the start of the text) for text
+        that is not a JSON object.
+        """
+        raw = self.arguments
+        if not isinstance(raw, str):
+            return raw
+        text = raw.strip()
+        if not text or text == "null":
+            return {}
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            preview = text if len(text) <= _RAW_PREVIEW else text[:_RAW_PREVIEW] + "..."
+            raise ArgumentsError(texts.NOT_JSON.format(error=exc, received=preview)) from None
+        if not isinstance(value, dict):
+            kind, received = type(value).__name__, text[:_RAW_PREVIEW]
+            raise ArgumentsError(texts.NOT_AN_OBJECT.format(type=kind, received=received))
+        return value
+
+    def arguments_json(self) -> str:
+        """The arguments as JSON object text: the model's own text, byte for byte, when it is
+        one (a provider's prompt cache matches on the exact bytes it produced); otherwise the
+        JSON of `parsed_arguments()` (a mapping, or `{}` for blank or `null` text).
+
+        Raises `ArgumentsError` as `parsed_arguments()` does for text that is not a JSON object.
+        """
+        parsed = self.parsed_arguments()
+        raw = self.arguments
+        if isinstance(raw, str) and raw.strip() not in ("", "null"):
+            return raw
+        return json.dumps(dict(parsed), ensure_ascii=False)
 
     def to_dict(self) -> dict[str, Any]:
         args = self.arguments if isinstance(self.arguments, str) else dict(self.arguments)
@@ -209,12 +254,56 @@ class Reasoning:
 
 
 @dataclass(frozen=True, slots=True)
+class Native:
+    """A reply as its provider sent it, kept so that the same API, endpoint and model can be
+    sent it back verbatim (reasoning models refuse a history whose reasoning was rebuilt).
+
+    `api` is "anthropic", "openai-responses" or "openai-chat"; `endpoint` the base URL the reply
+    came from (no trailing slash); `model` the model name that was sent; `content` the provider's
+    JSON for the reply with null values dropped (Anthropic: the `content` array; Responses: the
+    `output` array; Chat Completions: `choices[0].message`); `prefix` a digest of what preceded
+    the reply on the wire, for providers that bind reasoning to it (Anthropic).
+    """
+
+    api: str
+    endpoint: str
+    model: str
+    content: Any
+    prefix: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"api": self.api, "endpoint": self.endpoint, "model": self.model}
+        out["content"] = self.content
+        if self.prefix is not None:
+            out["prefix"] = self.prefix
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Native:
+        return cls(
+            api=data["api"],
+            endpoint=data["endpoint"],
+            model=data["model"],
+            content=data["content"],
+            prefix=data.get("prefix"),
+        )
+
+    def is_own(self, api: str, endpoint: str, model: str) -> bool:
+        """Whether a reply with this content may go back verbatim to `api` at `endpoint` for
+        `model`: only to the very API, base URL and model that made it."""
+        return (self.api, self.endpoint, self.model) == (api, endpoint.rstrip("/"), model)
+
+
+@dataclass(frozen=True, slots=True)
 class AssistantMessage:
     """One model reply: text and tool calls in the order the model produced them.
 
     `stop_reason` is canonical: "end_turn", "tool_use", "max_tokens" (cut off by the output limit),
     or the provider's own word for anything else. `response_id` is the provider's id of the reply
-    (for finding it in the provider's own logs and traces), when it gave one.
+    (for finding it in the provider's own logs and traces), when it gave one. `native` is the
+    reply as the provider sent it (None for fakes and hand-built messages), sent back verbatim
+    only to the same API, endpoint and model; `reasoning_text` the model's readable reasoning,
+    for display only: never sent to a provider as text, never part of the answer.
     """
 
     text: str = ""
@@ -222,7 +311,10 @@ class AssistantMessage:
     usage: Usage | None = None
     stop_reason: str | None = None
     reasoning: tuple[Reasoning, ...] = field(default=())
+    _: KW_ONLY
     response_id: str | None = None
+    native: Native | None = None
+    reasoning_text: str = ""
     type: ClassVar[str] = "assistant"
 
     def request_usage(self) -> Usage:
@@ -252,11 +344,16 @@ class AssistantMessage:
             out["reasoning"] = [r.to_dict() for r in self.reasoning]
         if self.response_id is not None:
             out["response_id"] = self.response_id
+        if self.native is not None:
+            out["native"] = self.native.to_dict()
+        if self.reasoning_text:
+            out["reasoning_text"] = self.reasoning_text
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AssistantMessage:
         usage = data.get("usage")
+        native = data.get("native")
         return cls(
             text=data.get("text", ""),
             tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls", ())),
@@ -264,6 +361,8 @@ class AssistantMessage:
             stop_reason=data.get("stop_reason"),
             reasoning=tuple(Reasoning.from_dict(r) for r in data.get("reasoning", ())),
             response_id=data.get("response_id"),
+            native=Native.from_dict(native) if native is not None else None,
+            reasoning_text=data.get("reasoning_text", ""),
         )
 
 
@@ -344,13 +443,11 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
 
 
 def canonical_arguments(arguments: str | Mapping[str, Any]) -> str:
-    """One text for equal arguments however they were sent: JSON with sorted keys, blank or
-    `null` as `{}`; text that is not JSON stays as it is."""
-    value: Any = arguments
-    if isinstance(arguments, str):
-        text = arguments.strip()
-        try:
-            value = json.loads(text) if text and text != "null" else {}
-        except ValueError:
-            return arguments
-    return json.dumps(value, sort_keys=True, default=str)
+    """One text for equal arguments however they were sent (a key, not something to send): the
+    JSON of `ToolCall.parsed_arguments()` with sorted keys; text that is not a JSON object stays
+    as it is."""
+    try:
+        parsed = ToolCall("", "", arguments).parsed_arguments()
+    except ArgumentsError:
+        return str(arguments)  # only text can fail to parse
+    return json.dumps(dict(parsed), sort_keys=True, default=str)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from steadyloop import texts
 from steadyloop.errors import ConfigError, ToolError
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from steadyloop.tools import ArgumentsError, BoundCall, Tool, ToolOutput, ToolSpec
@@ -36,27 +37,17 @@ __all__ = [
     "FinalAnswer",
     "OutputCheck",
     "OutputSpec",
-    "as_json",
     "check_text",
     "nudge_after",
     "output_spec",
 ]
 
 FINAL_ANSWER = "final_answer"
-ACCEPTED_TEXT = "final answer accepted"
-ALONE_TEXT = (
-    "final_answer was not read: call it alone, once you have the other results (the other "
-    "calls of this reply are being run)"
-)
-NUDGE_TEXT = (
-    "Your reply was not taken as the answer: answer by calling the final_answer tool (alone), "
-    "with the answer as its arguments."
-)
-REFUSED_TEXT = "Your answer was not accepted: {reason}"
-EMPTY_REPLY_TEXT = (
-    "Your reply was empty (no text and no tool calls), so it was not taken as an answer: "
-    "answer in text, or call a tool."
-)
+ACCEPTED_TEXT = texts.ACCEPTED
+ALONE_TEXT = texts.ALONE
+NUDGE_TEXT = texts.NUDGE
+REFUSED_TEXT = texts.REFUSED
+EMPTY_REPLY_TEXT = texts.EMPTY_REPLY
 DESCRIPTION = (
     "Give your final answer with this tool once you have everything you need; the run ends "
     "when it is accepted. Call it alone, not beside other tool calls."
@@ -213,11 +204,9 @@ class FinalAnswer(Tool):
             and not answer.is_error
         ):
             return False
-        from steadyloop.dispatch import parse_arguments
-
         self.expect(reply.tool_calls)
         try:
-            bound = self.bind(parse_arguments(reply.tool_calls[0].arguments))
+            bound = self.bind(reply.tool_calls[0].parsed_arguments())
             if bound.is_async:
                 value = await bound.fn(**bound.kwargs)
             else:
@@ -230,12 +219,3 @@ class FinalAnswer(Tool):
 
 async def _same(value: Any) -> Any:
     return value
-
-
-def as_json(value: Any) -> Any:
-    """An answer as plain JSON values (a model or dataclass as an object), for logs and print."""
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    import pydantic_core
-
-    return pydantic_core.to_jsonable_python(value, fallback=repr)

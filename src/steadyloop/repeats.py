@@ -14,21 +14,17 @@ three. Any turn without the call starts its count again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from steadyloop import texts
 from steadyloop.events import ToolCallFinished
-from steadyloop.messages import ToolResult
+from steadyloop.messages import ArgumentsError, ToolResult
 
 __all__ = ["RepeatGuard", "TurnCheck"]
 
-ALREADY_HAVE_TEXT = (
-    "you already have this result: {name} was called with these same arguments {count} turns "
-    "in a row and returned the same thing each time (see the earlier results). Use it to go on, "
-    "or call with other arguments; calling it the same way again stops the run."
-)
+ALREADY_HAVE_TEXT = texts.ALREADY_HAVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,20 +47,14 @@ class _Seen:
 
 
 def _arguments(answered: ToolCallFinished) -> Any:
-    """The call's arguments as a value to compare: as the dispatcher read them, or for a call
-    it could not read, its JSON read here (blank or `null` as no arguments; other text as is)."""
+    """The call's arguments as a value to compare: as the dispatcher read them; for a call
+    whose arguments are not a JSON object, the text the model sent."""
     if answered.arguments is not None:
         return answered.arguments
-    raw = answered.call.arguments
-    if not isinstance(raw, str):
-        return raw
-    text = raw.strip()
-    if not text or text == "null":
-        return {}
     try:
-        return json.loads(text)
-    except ValueError:
-        return raw
+        return answered.call.parsed_arguments()
+    except ArgumentsError:
+        return answered.call.arguments
 
 
 # Calls are filed by tool name, outcome and result length: only a call with the same three

@@ -17,10 +17,9 @@ from typing import Any
 
 from steadyloop.agent import Agent
 from steadyloop.approvals import Decision, Defer, PendingCall, logged_decision
-from steadyloop.compaction import Compaction
+from steadyloop.config import RunConfig
 from steadyloop.context import RunContext
 from steadyloop.errors import LimitExceeded, ModelError, ToolError
-from steadyloop.limits import Limits
 from steadyloop.messages import (
     AssistantMessage,
     Message,
@@ -71,22 +70,19 @@ async def replay_run(
         tools = _recorded_tools(names, store.tool_records(info.id).values())
     replies = [m for m in logged[info.history :] if isinstance(m, AssistantMessage)]
     summaries = deque(m.text for m in logged[info.history :] if isinstance(m, Summary))
-    compaction_config = config.get("compaction")
-    compaction = None
-    if compaction_config:
-        compaction = Compaction(
-            keep_recent=compaction_config["keep_recent"],
-            trigger=compaction_config["trigger"],
-            summarise=lambda _messages: summaries.popleft() if summaries else "",
-        )
+    logged_config = RunConfig.from_dict(
+        config,
+        model=ScriptedModel(replies, name=f"replay of {info.model}"),
+        summarise=lambda _messages: summaries.popleft() if summaries else "",
+    )
     agent = Agent(
-        ScriptedModel(replies, name=f"replay of {info.model}"),
+        logged_config.model,
         tools=tools,
-        instructions=config.get("instructions"),
-        limits=Limits(**config.get("limits", {})),
-        max_tool_output=config.get("max_tool_output", 8_000),
-        tool_timeout=config.get("tool_timeout", 120.0),
-        compaction=compaction,
+        instructions=logged_config.instructions,
+        limits=logged_config.limits,
+        max_tool_output=logged_config.max_tool_output,
+        tool_timeout=logged_config.tool_timeout,
+        compaction=logged_config.compaction,
         model_retries=0,
         output=output,
         approver=_logged_decisions(events),

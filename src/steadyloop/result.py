@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from steadyloop.messages import Message, Usage
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 else:
     OutputT = TypeVar("OutputT")
 
-__all__ = ["OutputT", "RunResult"]
+__all__ = ["OutputT", "RunResult", "as_json"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +43,12 @@ class RunResult(Generic[OutputT]):
     pending: tuple[PendingCall, ...] = ()
     # what `Agent.resume` needs to continue a paused run without a run log
     _pause: Pause | None = field(default=None, repr=False, compare=False)
+
+
+def as_json(value: Any) -> Any:
+    """An answer as plain JSON values (a model or dataclass as an object), for logs and print."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    import pydantic_core
+
+    return pydantic_core.to_jsonable_python(value, fallback=repr)

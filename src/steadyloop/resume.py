@@ -1,4 +1,5 @@
-"""Where a run stands, so that it can go on: its transcript, budget, finished calls and decisions.
+"""Where a run stands, so that it can go on: its transcript, budget, finished calls and decisions
+(a `RunStart` the loop goes on from).
 
 Two sources: the run log (a run killed, interrupted, failed, or paused for approval, possibly
 hours ago in another process), or a paused `RunResult` in hand (no log needed). A paused run
@@ -9,21 +10,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from steadyloop.approvals import (
     WAITING_TEXT,
-    Approve,
     Decision,
     Decisions,
     Defer,
-    Edit,
     PendingCall,
     check_decisions,
     logged_decision,
 )
-from steadyloop.dispatch import parse_arguments
 from steadyloop.errors import ConfigError
 from steadyloop.messages import (
     AssistantMessage,
@@ -35,10 +32,10 @@ from steadyloop.messages import (
     message_from_dict,
 )
 from steadyloop.result import RunResult
-from steadyloop.store import LoggedEvent, RunInfo, RunLog, records
-from steadyloop.tools import Tool
+from steadyloop.start import RunStart
+from steadyloop.store import LoggedEvent, RunInfo, RunLog, reading
 
-__all__ = ["ResumePoint", "logged_result", "paused_point", "resume_point", "waiting_calls"]
+__all__ = ["logged_result", "paused_point", "resume_point", "waiting_calls"]
 
 RESUMABLE = ("running", "interrupted", "error")
 # A paused run is marked "paused"; "limit" is how the log reads one whose process died between
@@ -46,49 +43,7 @@ RESUMABLE = ("running", "interrupted", "error")
 PAUSED = ("paused", "limit")
 
 
-@dataclass(frozen=True, slots=True)
-class ResumePoint:
-    """A run's state: its whole transcript, the model calls and usage it has spent, the results
-    of tool calls that finished (logged, or held back by a pause) but may not be in the
-    transcript yet, and the decisions for the calls it waits on. `prompt` is the run's prompt
-    when the process died before it was logged as a message (the run's row has it): the run
-    goes on by appending it, as it was about to. `cut_short`: the calls of the run's last reply
-    that the stop left unanswered and that wait on no decision, each with the decision the log
-    holds for it (None when none was logged)."""
-
-    run_id: str | None
-    messages: tuple[Message, ...]
-    turns_used: int
-    usage: Usage
-    recovered: dict[str, ToolResult]
-    decisions: Mapping[str, Decision]
-    prompt: str | None = None
-    cut_short: tuple[tuple[ToolCall, Decision | None], ...] = ()
-
-    def decisions_for(self, tools: Sequence[Tool]) -> dict[str, Decision]:
-        """The decisions the resumed run applies: `decisions`, and for each call cut short the
-        one it had. A denial is given again (nothing runs). An approval or edit is given again
-        only when the tool is idempotent: otherwise the call may have taken effect, and the run
-        answers it "interrupted" rather than run it on a second approval. A call its tool gates
-        with no decision logged never ran (a decision to run is committed before the call
-        starts), so it waits for a decision again."""
-        by_name = {tool.name: tool for tool in tools}
-        decided = dict(self.decisions)
-        for call, logged in self.cut_short:
-            tool = by_name.get(call.name)
-            if call.id in decided or tool is None:
-                continue
-            if isinstance(logged, Approve | Edit):
-                if tool.idempotent:
-                    decided[call.id] = logged
-            elif logged is not None:
-                decided[call.id] = logged
-            elif _gated(tool, call):
-                decided[call.id] = Defer()
-        return decided
-
-
-def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None) -> ResumePoint:
+def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None) -> RunStart:
     """Reads run `run_id` from the log; `ConfigError` if it cannot go on:
     a run paused for approval needs `decisions` (one per waiting call), any other must not
     have any."""
@@ -106,12 +61,12 @@ def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None)
         )
     # One read of the log: the transcript, the finished calls and the waiting ones come from it.
     events = store.events(info.id)
-    messages = records.transcript(events)
+    messages = reading.transcript(events)
     own = messages[info.history :]
     prompt = None if any(isinstance(m, UserMessage) for m in own) else info.prompt
     replies = [m for m in own if isinstance(m, AssistantMessage)]
     usage = _spent(events, info.history)
-    recovered = {call_id: record.result for call_id, record in records.tool_records(events).items()}
+    recovered = {call_id: record.result for call_id, record in reading.tool_records(events).items()}
     waiting = _waiting(messages, events, recovered, info.id)
     if paused and decisions is None:
         raise ConfigError(
@@ -128,12 +83,19 @@ def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None)
     if waiting or _paused_at_reply(messages):
         messages = _open_calls(messages)
     cut_short = _cut_short(messages[info.history :], events, {*recovered, *decided})
-    return ResumePoint(
-        info.id, messages, len(replies), usage, recovered, decided, prompt, cut_short
+    return RunStart(
+        run_id=info.id,
+        prompt=UserMessage(prompt) if prompt is not None else None,
+        messages=messages,
+        turns_used=len(replies),
+        usage=usage,
+        recovered=recovered,
+        decisions=decided,
+        cut_short=cut_short,
     )
 
 
-def paused_point(result: RunResult[Any], decisions: Decisions | None) -> ResumePoint:
+def paused_point(result: RunResult[Any], decisions: Decisions | None) -> RunStart:
     """The state a paused result carries (no run log needed); `ConfigError` if it is not
     paused, was resumed already, or the decisions do not fit its waiting calls."""
     pause = result._pause
@@ -149,13 +111,13 @@ def paused_point(result: RunResult[Any], decisions: Decisions | None) -> ResumeP
         )
     decided = check_decisions(pause.pending, decisions or {})
     pause.resumed = True
-    return ResumePoint(
-        result.run_id,
-        _open_calls(result.messages),
-        pause.turns,
-        result.usage,
-        dict(pause.held),
-        decided,
+    return RunStart(
+        run_id=result.run_id,
+        messages=_open_calls(result.messages),
+        turns_used=pause.turns,
+        usage=result.usage,
+        recovered=dict(pause.held),
+        decisions=decided,
     )
 
 
@@ -166,7 +128,7 @@ def logged_result(store: RunLog, info: RunInfo, output_type: Any = None) -> RunR
     not fit that type."""
     events = store.events(info.id)
     finished = [e for e in events if e.kind == "finished"]
-    messages = records.transcript(events)
+    messages = reading.transcript(events)
     last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
     text = last.text if last is not None else ""
     output = finished[-1].data["output"] if finished else text
@@ -189,8 +151,8 @@ def waiting_calls(store: RunLog, run_id: str) -> list[PendingCall]:
     if info.stop_reason != "approval" or info.status not in PAUSED:
         return []
     events = store.events(info.id)
-    recovered = {call_id: record.result for call_id, record in records.tool_records(events).items()}
-    return _waiting(records.transcript(events), events, recovered, info.id)
+    recovered = {call_id: record.result for call_id, record in reading.tool_records(events).items()}
+    return _waiting(reading.transcript(events), events, recovered, info.id)
 
 
 def _typed(logged: Any, output_type: Any, run_id: str) -> Any:
@@ -265,17 +227,6 @@ def _cut_short(
 def _logged_decisions(events: Sequence[LoggedEvent]) -> dict[str, Mapping[str, Any]]:
     """The last decision logged for each call, by call id."""
     return {e.data["call"]["id"]: e.data for e in events if e.kind == "decision"}
-
-
-def _gated(tool: Tool, call: ToolCall) -> bool:
-    """Whether the call needs a decision before it runs (arguments that do not bind are
-    answered without one)."""
-    try:
-        arguments = dict(parse_arguments(call.arguments))
-        tool.bind(arguments)
-    except Exception:
-        return False
-    return tool.needs_approval(arguments)
 
 
 def _waits(result: ToolResult) -> bool:

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
-from steadyloop.context import current_context
+from steadyloop import texts
 from steadyloop.errors import ConfigError
-from steadyloop.messages import Image
+from steadyloop.messages import ArgumentsError, Image
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -34,8 +34,8 @@ __all__ = [
     "tool",
 ]
 
-NO_OUTPUT_TEXT = "(the tool returned no output)"
-NO_DESCRIPTION = "(no description given)"
+NO_OUTPUT_TEXT = texts.NO_OUTPUT
+NO_DESCRIPTION = texts.NO_DESCRIPTION
 DEFAULT_RETRY_ON: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
 
 # `approve=`: True gates every call; a function gates the calls whose arguments it returns True for.
@@ -69,10 +69,6 @@ class BoundCall:
     is_async: bool
 
 
-class ArgumentsError(Exception):
-    """The arguments failed the tool's schema; the message names each bad field for the model."""
-
-
 class Tool:
     """Something the model can call. Subclasses provide `bind`; `render` has a sensible default.
 
@@ -83,8 +79,8 @@ class Tool:
     `idempotent` calls may be run again when a resumed run finds them unfinished; `approve`
     gates calls on a decision (`Agent(approver=...)`, or a paused run resumed with one):
     True for every call, or `fn(arguments) -> bool` for some.
-    `context_types` maps each parameter filled in with the run's `RunContext` to the deps type
-    it expects.
+    `context_types` maps each parameter the dispatcher fills in with the call's `RunContext`
+    (after `bind`, which leaves them out) to the deps type it expects.
     """
 
     def __init__(
@@ -130,7 +126,11 @@ class Tool:
         return self.spec.parameters
 
     def bind(self, arguments: Mapping[str, Any]) -> BoundCall:
-        """Validates `arguments`; raises `ArgumentsError` with a message for the model."""
+        """Validates `arguments`; raises `ArgumentsError` with a message for the model.
+
+        The call's `RunContext` parameters (`context_types`) are not among the arguments: the
+        dispatcher adds them to the bound call.
+        """
         raise NotImplementedError
 
     def render(self, value: Any) -> ToolOutput:
@@ -180,7 +180,7 @@ class FunctionTool(Tool):
     """A Python function as a tool. Calling the object calls the function unchanged.
 
     Parameters annotated `RunContext[...]`, wherever they stand, are not shown to the model:
-    `bind` fills them in with the context of the call being answered.
+    the dispatcher fills them in with the context of the call being answered.
     """
 
     def __init__(
@@ -232,9 +232,6 @@ class FunctionTool(Tool):
 
             raise ArgumentsError(describe_validation_error(self.name, exc)) from None
         kwargs = {param: values[field] for field, param in self._renames}
-        if self.context_types:
-            context = current_context()
-            kwargs.update((param, context) for param in self.context_types)
         return BoundCall(self.fn, kwargs, self._is_async)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -9,6 +9,7 @@ messages (summaries excluded) after the head, so the view can be rebuilt from th
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from steadyloop.limits import TokenEstimator
 from steadyloop.messages import (
@@ -112,9 +113,23 @@ class Transcript:
             fixed.append(call)
         if not changed:
             return reply
-        return AssistantMessage(
-            reply.text, tuple(fixed), reply.usage, reply.stop_reason, reply.reasoning
-        )
+        # `native` stays: each adapter decides whether a reply whose ids changed can still go
+        # back as received (Chat sends the new ids with the reply's extras; Anthropic, whose
+        # blocks name the old ids, sends it as canonical parts).
+        return replace(reply, tool_calls=tuple(fixed))
+
+    def open_calls(self) -> tuple[ToolCall, ...]:
+        """The calls of the last reply that have no result yet, when that reply is followed by
+        nothing but results (calls left open earlier are paired at the wire by the adapters)."""
+        entries = self._entries
+        tail = len(entries)
+        while tail and isinstance(entries[tail - 1], ToolResult):
+            tail -= 1
+        last = entries[tail - 1] if tail else None
+        if not isinstance(last, AssistantMessage):
+            return ()
+        answered = {m.call_id for m in entries[tail:] if isinstance(m, ToolResult)}
+        return tuple(c for c in last.tool_calls if c.id not in answered)
 
     def compaction_cut(self, keep_recent: int) -> int | None:
         """Where the kept tail would start (a conversation index), or None if nothing can go.

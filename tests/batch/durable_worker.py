@@ -4,7 +4,7 @@
 
 `start` starts one workflow per prompt (ids PREFIX0, PREFIX1, ...) and waits for them;
 `recover` only launches DBOS, which recovers the workflows a dead worker left, and waits for
-those ids. Prints the outputs as a JSON list. The agent is `batch_agents`' fake one, durable.
+those ids. Prints the outputs as a JSON list. The agent is `batch.agents`' fake one, durable.
 The workflows take turns at the three ways of starting a run in one (`FORMS`), the last one
 with `if_exists="resume"`.
 """
@@ -15,9 +15,9 @@ import asyncio
 import json
 import sys
 
-import batch_agents
 from dbos import DBOS, SetWorkflowID
 
+from batch import agents
 from steadyloop.engines.dbos import durable
 from steadyloop.store import open_store
 
@@ -29,7 +29,7 @@ DBOS(
         "log_level": "WARNING",
     }
 )
-agent = batch_agents.make_agent()
+agent = agents.make_agent()
 agent.store = open_store(store_url)
 durable(agent)
 

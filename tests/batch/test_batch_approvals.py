@@ -4,27 +4,19 @@ second batch and against the tasks file, and the summary's rate."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import batch_agents
 import pytest
-from conftest import journal_lines, read_rows, write_tasks
 
+from batch import agents
+from batch.files import HERE, journal_lines, read_rows, write_tasks
 from steadyloop.batch import BatchReport, run_batch
-from steadyloop.cli import main
 from steadyloop.store import RunStore
-
-HERE = Path(__file__).parent
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from support.cli import run_cli
+from support.processes import python_env
 
 
 def test_a_paused_batch_run_is_resumed_from_the_command_line_with_the_batchs_factory(
@@ -33,28 +25,28 @@ def test_a_paused_batch_run_is_resumed_from_the_command_line_with_the_batchs_fac
     tasks = write_tasks(tmp_path / "tasks.jsonl", 3)
     out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
     code, stdout, _ = run_cli(capsys, "batch", str(tasks), "--agent",
-                              "batch_agents:make_gated_agent", "--out", str(out), "--store",
+                              "batch.agents:make_gated_agent", "--out", str(out), "--store",
                               str(store), "--batch", "pay")  # fmt: skip
     assert code == 0
     assert "3 runs paused for approval" in stdout
     assert "steadyloop resume RUN --approve CALL" in stdout
     rows = read_rows(out)
     assert {(row["status"], row["error"]) for row in rows} == {("paused", "approval: wire")}
-    assert batch_agents.WIRES == {}
+    assert agents.WIRES == {}
 
     code, stdout, err = run_cli(capsys, "resume", "pay:t1", "--store", str(store),
                                 "--approve", "wire")  # fmt: skip
 
     assert code == 0, err
     assert "task 1 paid" in stdout
-    assert batch_agents.WIRES == {"task 1": 1}
+    assert agents.WIRES == {"task 1": 1}
     code, _, err = run_cli(capsys, "resume", "pay:t1", "--store", str(store), "--approve", "wire")
     assert code == 1
     assert "is not waiting for approval" in err
-    assert batch_agents.WIRES == {"task 1": 1}
+    assert agents.WIRES == {"task 1": 1}
     log = RunStore(store, read_only=True)
     try:
-        assert log.run("pay:t1").config["agent_factory"] == "batch_agents:make_gated_agent"
+        assert log.run("pay:t1").config["agent_factory"] == "batch.agents:make_gated_agent"
         assert log.run("pay:t1").status == "answered"
         assert log.run("pay:t2").status == "paused"
     finally:
@@ -65,14 +57,14 @@ def test_a_callable_factory_is_logged_only_when_it_can_be_imported_again(tmp_pat
     store = tmp_path / "runs.db"
     task = [{"id": "t", "prompt": "task t"}]
 
-    run_batch(batch_agents.make_gated_agent, task, out=tmp_path / "a.jsonl", store=store,
+    run_batch(agents.make_gated_agent, task, out=tmp_path / "a.jsonl", store=store,
               batch="named")  # fmt: skip
-    run_batch(lambda: batch_agents.make_gated_agent(), task, out=tmp_path / "b.jsonl",
+    run_batch(lambda: agents.make_gated_agent(), task, out=tmp_path / "b.jsonl",
               store=store, batch="anonymous")  # fmt: skip
 
     log = RunStore(store, read_only=True)
     try:
-        assert log.run("named:t").config["agent_factory"] == "batch_agents:make_gated_agent"
+        assert log.run("named:t").config["agent_factory"] == "batch.agents:make_gated_agent"
         assert "agent_factory" not in log.run("anonymous:t").config
     finally:
         log.close()
@@ -81,20 +73,20 @@ def test_a_callable_factory_is_logged_only_when_it_can_be_imported_again(tmp_pat
 def test_a_paused_run_whose_row_was_lost_gets_its_paused_row_again(tmp_path: Path) -> None:
     out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
     tasks = write_tasks(tmp_path / "tasks.jsonl", 4)
-    run_batch("batch_agents:make_gated_agent", tasks, out=out, store=store, batch="b")
-    calls, steps = sum(batch_agents.MODEL_CALLS.values()), dict(batch_agents.STEPS)
+    run_batch("batch.agents:make_gated_agent", tasks, out=out, store=store, batch="b")
+    calls, steps = sum(agents.MODEL_CALLS.values()), dict(agents.STEPS)
     out.unlink()  # a kill after the runs paused, before their rows were written
 
-    report = run_batch("batch_agents:make_gated_agent", tasks, out=out, store=store, batch="b")
+    report = run_batch("batch.agents:make_gated_agent", tasks, out=out, store=store, batch="b")
 
     assert report.paused == 4
     assert report.failed == 0
     assert {(row["status"], row["error"]) for row in read_rows(out)} == {
         ("paused", "approval: wire")
     }
-    assert sum(batch_agents.MODEL_CALLS.values()) == calls
-    assert steps == batch_agents.STEPS
-    assert batch_agents.WIRES == {}
+    assert sum(agents.MODEL_CALLS.values()) == calls
+    assert steps == agents.STEPS
+    assert agents.WIRES == {}
 
 
 def test_a_row_of_a_run_whose_replies_had_no_token_counts_has_null_tokens(
@@ -102,7 +94,7 @@ def test_a_row_of_a_run_whose_replies_had_no_token_counts_has_null_tokens(
 ) -> None:
     out = tmp_path / "results.jsonl"
 
-    run_batch("batch_agents:make_agent", [{"id": "t", "prompt": "task t"}], out=out)
+    run_batch("batch.agents:make_agent", [{"id": "t", "prompt": "task t"}], out=out)
 
     (row,) = read_rows(out)
     assert row["status"] == "answered"
@@ -119,7 +111,7 @@ def test_the_tasks_file_as_the_results_file_is_refused(
     other = write_tasks(tmp_path / "other.jsonl", 2)
     before = tasks.read_bytes()
 
-    code, stdout, err = run_cli(capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent",
+    code, stdout, err = run_cli(capsys, "batch", str(tasks), "--agent", "batch.agents:make_agent",
                                 "--out", str(tasks))  # fmt: skip
 
     assert code == 1
@@ -127,20 +119,20 @@ def test_the_tasks_file_as_the_results_file_is_refused(
     assert err.count("\n") == 1
     assert "is the tasks file" in err
     assert tasks.read_bytes() == before
-    code, _, err = run_cli(capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent",
+    code, _, err = run_cli(capsys, "batch", str(tasks), "--agent", "batch.agents:make_agent",
                            "--out", str(other))  # fmt: skip
     assert code == 1
     assert "line 1 of the results file" in err
     assert "is not a result row" in err
-    assert sum(batch_agents.MODEL_CALLS.values()) == 0
+    assert sum(agents.MODEL_CALLS.values()) == 0
 
 
 def batch_process(tmp_path: Path, hold: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "BATCH_TEST_JOURNAL": str(tmp_path / "journal"),
+    env = {**python_env(), "BATCH_TEST_JOURNAL": str(tmp_path / "journal"),
            "BATCH_TEST_HOLD": str(hold)}  # fmt: skip
     return subprocess.Popen(
         [sys.executable, "-m", "steadyloop", "batch", str(tmp_path / "tasks.jsonl"),
-         "--agent", "batch_agents:make_agent", "--out", str(tmp_path / "results.jsonl"),
+         "--agent", "batch.agents:make_agent", "--out", str(tmp_path / "results.jsonl"),
          "--store", str(tmp_path / "runs.db"), "--batch", "k", "--concurrency", "4"],
         cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

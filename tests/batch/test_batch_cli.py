@@ -4,17 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import batch_agents
 import pytest
-from conftest import read_rows, write_tasks
 
-from steadyloop.cli import main
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from batch import agents
+from batch.files import read_rows, write_tasks
+from support.cli import run_cli
 
 
 def test_batch_runs_every_task_and_logs_counts_the_runs_by_status(
@@ -26,7 +20,7 @@ def test_batch_runs_every_task_and_logs_counts_the_runs_by_status(
     out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
 
     code, stdout, _ = run_cli(
-        capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent", "--out", str(out),
+        capsys, "batch", str(tasks), "--agent", "batch.agents:make_agent", "--out", str(out),
         "--store", str(store), "--batch", "nightly", "--concurrency", "8", "--rpm", "600000",
     )  # fmt: skip
 
@@ -48,7 +42,7 @@ def test_rerunning_the_same_command_does_nothing_more(
 ) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", 10)
     out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
-    args = ("batch", str(tasks), "--agent", "batch_agents:make_agent", "--out", str(out),
+    args = ("batch", str(tasks), "--agent", "batch.agents:make_agent", "--out", str(out),
             "--store", str(store))  # fmt: skip
     assert run_cli(capsys, *args)[0] == 0
     before = out.read_bytes()
@@ -66,7 +60,7 @@ def test_logs_of_an_unknown_batch_says_there_are_none(
 ) -> None:
     store = tmp_path / "runs.db"
     tasks = write_tasks(tmp_path / "t.jsonl", 2)
-    run_cli(capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent",
+    run_cli(capsys, "batch", str(tasks), "--agent", "batch.agents:make_agent",
             "--out", str(tmp_path / "o.jsonl"), "--store", str(store))  # fmt: skip
 
     code, stdout, _ = run_cli(capsys, "logs", "--batch", "other", "--store", str(store))
@@ -82,7 +76,7 @@ def test_bad_lines_are_listed_on_stderr_and_the_rest_runs(
     tasks.write_text('{"id": 1, "prompt": "task 1"}\n{"id": 2, "prompt": \n{"prompt": "x"}\n')
 
     code, stdout, stderr = run_cli(
-        capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent",
+        capsys, "batch", str(tasks), "--agent", "batch.agents:make_agent",
         "--out", str(tmp_path / "o.jsonl"), "--store", str(tmp_path / "runs.db"),
     )  # fmt: skip
 
@@ -96,10 +90,10 @@ def test_bad_lines_are_listed_on_stderr_and_the_rest_runs(
 @pytest.mark.parametrize(
     ("lines", "factory", "message"),
     [
-        (['{"id": "a", "prompt": "x"}', '{"id": "a", "prompt": "y"}'], "batch_agents:make_agent",
+        (['{"id": "a", "prompt": "x"}', '{"id": "a", "prompt": "y"}'], "batch.agents:make_agent",
          "error: duplicate task ids"),
-        (['{"id": "a", "prompt": "x"}'], "batch_agents:broken_factory",
-         "error: the agent factory batch_agents:broken_factory failed"),
+        (['{"id": "a", "prompt": "x"}'], "batch.agents:broken_factory",
+         "error: the agent factory batch.agents:broken_factory failed"),
     ],
 )  # fmt: skip
 def test_a_batch_that_cannot_start_is_a_one_line_error(
@@ -124,7 +118,7 @@ def test_ray_options_without_ray_are_a_usage_error(
 ) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", 1)
 
-    code, _, stderr = run_cli(capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent",
+    code, _, stderr = run_cli(capsys, "batch", str(tasks), "--agent", "batch.agents:make_agent",
                               "--out", str(tmp_path / "o.jsonl"), "--workers", "2")  # fmt: skip
 
     assert code == 2
@@ -137,7 +131,7 @@ def test_a_missing_tasks_file_is_a_one_line_error(
     missing, out = tmp_path / "nope.jsonl", tmp_path / "o.jsonl"
 
     code, _, stderr = run_cli(capsys, "batch", str(missing), "--agent",
-                              "batch_agents:make_agent", "--out", str(out))  # fmt: skip
+                              "batch.agents:make_agent", "--out", str(out))  # fmt: skip
 
     assert code == 1
     assert stderr.startswith(f"error: cannot read the tasks file {missing}")
@@ -149,13 +143,13 @@ def test_set_sends_model_settings_with_every_request_of_the_batch(
     tasks = write_tasks(tmp_path / "tasks.jsonl", 3)
     out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
     code, _, err = run_cli(
-        capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent_with_settings",
+        capsys, "batch", str(tasks), "--agent", "batch.agents:make_agent_with_settings",
         "--out", str(out), "--store", str(store), "--set", "temperature=0",
         "--set", 'tool_choice={"type": "function", "function": {"name": "step"}}',
     )  # fmt: skip
     assert code == 0, err
-    model = batch_agents.BUILT[-1].model
-    assert isinstance(model, batch_agents.SettingsModel)
+    model = agents.BUILT[-1].model
+    assert isinstance(model, agents.SettingsModel)
     assert model.seen  # every request of every run carried both
     assert all(
         seen
@@ -169,7 +163,7 @@ def test_set_with_a_model_that_takes_no_settings_is_a_one_line_error(
 ) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", 2)
     code, _, err = run_cli(
-        capsys, "batch", str(tasks), "--agent", "batch_agents:make_agent",
+        capsys, "batch", str(tasks), "--agent", "batch.agents:make_agent",
         "--out", str(tmp_path / "results.jsonl"), "--store", str(tmp_path / "runs.db"),
         "--set", "temperature=0",
     )  # fmt: skip

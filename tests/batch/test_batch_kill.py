@@ -12,17 +12,17 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from conftest import journal_lines, read_rows, write_tasks
+from batch.files import HERE, journal_lines, read_rows, write_tasks
+from support.processes import python_env
 
-HERE = Path(__file__).parent
 TASKS = 600
 
 
 def batch_process(
-    tmp_path: Path, journal: Path, factory: str = "batch_agents:make_agent"
+    tmp_path: Path, journal: Path, factory: str = "batch.agents:make_agent"
 ) -> subprocess.Popen[bytes]:
     """The batch command as a process of its own; its stderr goes to JOURNAL.err."""
-    env = {**os.environ, "BATCH_TEST_JOURNAL": str(journal), "BATCH_TEST_SLEEP": "0.005,0.02"}
+    env = {**python_env(), "BATCH_TEST_JOURNAL": str(journal), "BATCH_TEST_SLEEP": "0.005,0.02"}
     with journal.with_suffix(".err").open("wb") as stderr:
         return subprocess.Popen(
             [sys.executable, "-m", "steadyloop", "batch", str(tmp_path / "tasks.jsonl"),
@@ -99,11 +99,11 @@ def test_a_killed_batch_of_gated_runs_run_again_pauses_each_once_and_wires_only_
     out = tmp_path / "results.jsonl"
     journals = [tmp_path / "first.journal", tmp_path / "second.journal"]
 
-    kill_when_rows(batch_process(tmp_path, journals[0], "batch_agents:make_gated_agent"), out,
+    kill_when_rows(batch_process(tmp_path, journals[0], "batch.agents:make_gated_agent"), out,
                    tasks // 4)  # fmt: skip
     rows_at_kill = {row["id"] for row in read_rows_whole(out)}
     assert len(rows_at_kill) < tasks, "the batch finished before it could be killed"
-    second = batch_process(tmp_path, journals[1], "batch_agents:make_gated_agent")
+    second = batch_process(tmp_path, journals[1], "batch.agents:make_gated_agent")
     try:
         second.wait(timeout=300)
     finally:
@@ -121,7 +121,7 @@ def test_a_killed_batch_of_gated_runs_run_again_pauses_each_once_and_wires_only_
 
     approve = [sys.executable, "-m", "steadyloop", "resume", "k:t0", "--store",
                str(tmp_path / "runs.db"), "--approve", "wire"]  # fmt: skip
-    env = {**os.environ, "BATCH_TEST_JOURNAL": str(tmp_path / "resume.journal")}
+    env = {**python_env(), "BATCH_TEST_JOURNAL": str(tmp_path / "resume.journal")}
     done = subprocess.run(approve, cwd=HERE, env=env, capture_output=True, text=True,
                           timeout=120, check=False)  # fmt: skip
     again = subprocess.run(approve, cwd=HERE, env=env, capture_output=True, text=True,

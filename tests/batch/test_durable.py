@@ -6,35 +6,31 @@ way the workflow starts its run (`agent.run(prompt)`, with `run_id=DBOS.workflow
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import batch_agents
 import pytest
-from conftest import HERE, journal_lines, new_database
 
+from batch import agents
+from batch.files import HERE, comparable, journal_lines
 from steadyloop.errors import ConfigError
-from steadyloop.store import LoggedEvent, open_store
+from steadyloop.store import open_store
+from support.postgres import new_database
+from support.processes import python_env
 
 PROMPTS = [*(f"task{i}" for i in range(15)), "doomed"]  # doomed's second step kills its worker
 
 
 def worker(system_db: str, store: str, mode: str, prefix: str, journal: Path,
            died: Path) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    env = {**os.environ, "BATCH_TEST_SLEEP": "0.005,0.02", "BATCH_TEST_JOURNAL": str(journal),
+    env = {**python_env(), "BATCH_TEST_SLEEP": "0.005,0.02", "BATCH_TEST_JOURNAL": str(journal),
            "BATCH_TEST_DIE_AT": "doomed 1 1", "BATCH_TEST_DIED": str(died)}  # fmt: skip
     return subprocess.run(
         [sys.executable, str(HERE / "durable_worker.py"), system_db, store, mode, prefix, *PROMPTS],
         cwd=HERE, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-
-
-def comparable(events: list[LoggedEvent]) -> list[tuple[int, str, Any]]:
-    """A run's events without what differs between two runs of it (times, durations)."""
-    return [(e.seq, e.kind, {k: v for k, v in e.data.items() if k != "duration"}) for e in events]
 
 
 def test_a_worker_killed_mid_run_is_recovered_rerunning_only_the_steps_in_flight(
@@ -80,20 +76,20 @@ def test_a_durable_agent_needs_a_run_log() -> None:
     from steadyloop.engines.dbos import durable
 
     with pytest.raises(ConfigError, match="durable\\(\\) needs an agent with a run log"):
-        durable(batch_agents.make_agent())
+        durable(agents.make_agent())
 
 
 async def test_outside_a_workflow_a_durable_agent_runs_as_usual(tmp_path: Path) -> None:
     pytest.importorskip("dbos", reason="DBOS is not installed: pip install 'steadyloop[dbos]'")
     from steadyloop.engines.dbos import durable
 
-    agent = batch_agents.make_agent()
+    agent = agents.make_agent()
     agent.store = open_store(tmp_path / "runs.db")
     assert durable(durable(agent)) is agent
 
     result = await agent.run("task 1", run_id="r1")
 
     assert result.output == "TASK 1"
-    assert sum(batch_agents.STEPS.values()) == 2
+    assert sum(agents.STEPS.values()) == 2
     assert len(agent.store.events("r1")) == 8
     agent.store.close()

@@ -6,7 +6,6 @@ that of a clean run."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -14,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HERE, journal_lines, new_database
-from test_durable import comparable
 
+from batch.files import HERE, comparable, journal_lines
 from steadyloop.store import open_store
+from support.postgres import new_database
+from support.processes import python_env
 
 PAID_AT_KILL = ["w0", "w1", "w2"]  # w0 kills its worker in `pay`, before paying
 REPLIED_AT_KILL = ["v0", "v1", "v2"]  # v0 kills its worker in the model call after `pay`
@@ -26,7 +26,7 @@ CLEAN = ["c0", "c1", "c2"]  # their twins, approved in a worker that lives
 
 def worker(system_db: str, store: str, mode: str, run_ids: list[str], folder: Path,
            die_at: str | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    env = {**os.environ, "DURABLE_TEST_JOURNAL": str(folder / f"{mode}-{run_ids[0]}.journal"),
+    env = {**python_env(), "DURABLE_TEST_JOURNAL": str(folder / f"{mode}-{run_ids[0]}.journal"),
            "DURABLE_TEST_PAYMENTS": str(folder / "payments"),
            "DURABLE_TEST_DIED": str(folder / f"died-{run_ids[0]}")}  # fmt: skip
     env.pop("DURABLE_TEST_DIE_AT", None)

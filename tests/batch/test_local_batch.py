@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import batch_agents
 import pytest
-from conftest import read_rows, write_tasks
 from pydantic import BaseModel
 
+from batch import agents
+from batch.files import read_rows, write_tasks
 from steadyloop import Agent, Limits, RunContext, UserMessage, tool
 from steadyloop.batch import BadTask, BatchReport, LocalEngine, run_batch
 from steadyloop.errors import ConfigError
@@ -23,7 +23,7 @@ def test_a_thousand_tasks_are_each_answered_once_and_a_rerun_calls_no_model(
     tasks = write_tasks(tmp_path / "tasks.jsonl", 1000)
     out = tmp_path / "results.jsonl"
 
-    report = run_batch("batch_agents:make_agent", tasks, out=out, store=store_url, batch="b1")
+    report = run_batch("batch.agents:make_agent", tasks, out=out, store=store_url, batch="b1")
 
     rows = read_rows(out)
     assert sorted(row["id"] for row in rows) == sorted(f"t{i}" for i in range(1000))
@@ -35,13 +35,13 @@ def test_a_thousand_tasks_are_each_answered_once_and_a_rerun_calls_no_model(
         assert row["usage"]["requests"] == 2
         assert row["error"] is None
     assert (report.tasks, report.answered, report.skipped, report.unfinished) == (1000, 1000, 0, 0)
-    assert sum(batch_agents.MODEL_CALLS.values()) == 2000
-    assert len(batch_agents.BUILT) == 1  # the factory is called once per worker
+    assert sum(agents.MODEL_CALLS.values()) == 2000
+    assert len(agents.BUILT) == 1  # the factory is called once per worker
     before = out.read_bytes()
 
-    again = run_batch("batch_agents:make_agent", tasks, out=out, store=store_url, batch="b1")
+    again = run_batch("batch.agents:make_agent", tasks, out=out, store=store_url, batch="b1")
 
-    assert sum(batch_agents.MODEL_CALLS.values()) == 2000
+    assert sum(agents.MODEL_CALLS.values()) == 2000
     assert out.read_bytes() == before
     assert (again.skipped, again.ran) == (1000, 0)
     store = open_store(store_url, read_only=True)
@@ -56,14 +56,14 @@ def test_a_thousand_tasks_are_each_answered_once_and_a_rerun_calls_no_model(
 def test_a_lost_results_file_is_rebuilt_from_the_log_without_model_calls(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", 50)
     out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
-    run_batch("batch_agents:make_agent", tasks, out=out, store=store)
+    run_batch("batch.agents:make_agent", tasks, out=out, store=store)
     first = {row["id"]: row for row in read_rows(out)}
-    calls = sum(batch_agents.MODEL_CALLS.values())
+    calls = sum(agents.MODEL_CALLS.values())
     out.unlink()
 
-    run_batch("batch_agents:make_agent", tasks, out=out, store=store)
+    run_batch("batch.agents:make_agent", tasks, out=out, store=store)
 
-    assert sum(batch_agents.MODEL_CALLS.values()) == calls
+    assert sum(agents.MODEL_CALLS.values()) == calls
     assert {row["id"]: row for row in read_rows(out)} == first
 
 
@@ -71,7 +71,7 @@ def test_the_default_batch_name_is_the_results_file_stem(tmp_path: Path) -> None
     tasks = write_tasks(tmp_path / "tasks.jsonl", 3)
 
     report = run_batch(
-        "batch_agents:make_agent", tasks, out=tmp_path / "eval-1.jsonl", store=tmp_path / "r.db"
+        "batch.agents:make_agent", tasks, out=tmp_path / "eval-1.jsonl", store=tmp_path / "r.db"
     )
 
     assert report.batch == "eval-1"
@@ -84,13 +84,13 @@ def test_without_a_log_each_task_still_gets_its_row(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
     tasks = [{"id": i, "prompt": f"task {i}", "expected": "ignored"} for i in range(20)]
 
-    report = run_batch(batch_agents.make_agent, tasks, out=out, engine=LocalEngine(4))
+    report = run_batch(agents.make_agent, tasks, out=out, engine=LocalEngine(4))
 
     assert report.answered == 20
     assert {row["id"]: row["output"] for row in read_rows(out)} == {
         str(i): f"TASK {i}" for i in range(20)
     }
-    run_batch(batch_agents.make_agent, tasks, out=out)
+    run_batch(agents.make_agent, tasks, out=out)
     assert len(read_rows(out)) == 20
 
 
@@ -98,7 +98,7 @@ def test_failed_runs_and_limits_are_rows_with_their_reason(tmp_path: Path) -> No
     out = tmp_path / "results.jsonl"
     tasks = [{"id": "ok", "prompt": "fine"}, {"id": "bad", "prompt": "fail now"}]
 
-    report = run_batch("batch_agents:make_agent", tasks, out=out, store=tmp_path / "runs.db")
+    report = run_batch("batch.agents:make_agent", tasks, out=out, store=tmp_path / "runs.db")
 
     rows = {row["id"]: row for row in read_rows(out)}
     assert rows["ok"]["status"] == "answered"
@@ -109,7 +109,7 @@ def test_failed_runs_and_limits_are_rows_with_their_reason(tmp_path: Path) -> No
 
 
 def one_turn_agent() -> Agent:
-    return Agent(FunctionModel(batch_agents.reply), tools=[batch_agents.step],
+    return Agent(FunctionModel(agents.reply), tools=[agents.step],
                  limits=Limits(max_turns=1))  # fmt: skip
 
 
@@ -119,10 +119,10 @@ def test_a_run_stopped_by_a_limit_is_a_limit_row_before_and_after_a_rerun(
     out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
     tasks = [{"id": "x", "prompt": "task x"}]
 
-    report = run_batch("test_local_batch:one_turn_agent", tasks, out=out, store=store)
+    report = run_batch("batch.test_local_batch:one_turn_agent", tasks, out=out, store=store)
     first = read_rows(out)
     out.unlink()
-    run_batch("test_local_batch:one_turn_agent", tasks, out=out, store=store)
+    run_batch("batch.test_local_batch:one_turn_agent", tasks, out=out, store=store)
 
     assert report.limit == 1
     assert first[0]["status"] == "limit"
@@ -144,7 +144,7 @@ def test_bad_task_lines_are_reported_with_their_line_numbers_and_skipped(tmp_pat
     )
     out = tmp_path / "results.jsonl"
 
-    report = run_batch("batch_agents:make_agent", tasks, out=out)
+    report = run_batch("batch.agents:make_agent", tasks, out=out)
 
     assert [bad.line for bad in report.bad] == [2, 4, 5, 6, 8]
     assert "not JSON" in report.bad[0].reason
@@ -161,21 +161,21 @@ def test_duplicate_task_ids_are_refused_before_anything_runs(tmp_path: Path) -> 
     out = tmp_path / "results.jsonl"
 
     with pytest.raises(ConfigError, match=r"duplicate task ids.*'a' on lines 1, 3"):
-        run_batch("batch_agents:make_agent", tasks, out=out)
+        run_batch("batch.agents:make_agent", tasks, out=out)
 
     assert not out.exists()
-    assert not batch_agents.MODEL_CALLS
+    assert not agents.MODEL_CALLS
 
 
 @pytest.mark.parametrize(
     ("factory", "message"),
     [
-        ("batch_agents:broken_factory", "agent factory batch_agents:broken_factory failed: "
+        ("batch.agents:broken_factory", "agent factory batch.agents:broken_factory failed: "
          "RuntimeError: no API key"),
-        ("batch_agents:not_an_agent", "returned str, not an Agent"),
-        ("batch_agents:missing", "batch_agents has no missing"),
+        ("batch.agents:not_an_agent", "returned str, not an Agent"),
+        ("batch.agents:missing", "batch.agents has no missing"),
         ("no_such_module:make", "cannot import the agent factory no_such_module:make"),
-        ("batch_agents", "given as 'module:name'"),
+        ("batch.agents", "given as 'module:name'"),
     ],
 )  # fmt: skip
 def test_a_factory_that_fails_is_a_clear_error_before_any_task_runs(
@@ -193,16 +193,16 @@ def test_a_factory_that_fails_is_a_clear_error_before_any_task_runs(
 def test_a_torn_last_line_is_repaired_and_its_task_run_again(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", 4)
     out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
-    run_batch("batch_agents:make_agent", tasks, out=out, store=store)
+    run_batch("batch.agents:make_agent", tasks, out=out, store=store)
     lines = out.read_text().splitlines(keepends=True)
     out.write_text("".join(lines[:2]) + lines[2][:15])
-    calls = sum(batch_agents.MODEL_CALLS.values())
+    calls = sum(agents.MODEL_CALLS.values())
 
-    run_batch("batch_agents:make_agent", tasks, out=out, store=store)
+    run_batch("batch.agents:make_agent", tasks, out=out, store=store)
 
     rows = read_rows(out)
     assert sorted(row["id"] for row in rows) == ["t0", "t1", "t2", "t3"]
-    assert sum(batch_agents.MODEL_CALLS.values()) == calls
+    assert sum(agents.MODEL_CALLS.values()) == calls
 
 
 def test_a_results_file_with_a_foreign_line_is_refused(tmp_path: Path) -> None:
@@ -210,12 +210,12 @@ def test_a_results_file_with_a_foreign_line_is_refused(tmp_path: Path) -> None:
     out.write_text('{"id": "t0", "status": "answered"}\nhello\n')
 
     with pytest.raises(ConfigError, match="line 2 of the results file"):
-        run_batch("batch_agents:make_agent", write_tasks(tmp_path / "t.jsonl", 2), out=out)
+        run_batch("batch.agents:make_agent", write_tasks(tmp_path / "t.jsonl", 2), out=out)
 
 
 def test_a_bad_rate_limit_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="'6/fortnight'"):
-        run_batch("batch_agents:make_agent", [], out=tmp_path / "o.jsonl", rate_limit="6/fortnight")
+        run_batch("batch.agents:make_agent", [], out=tmp_path / "o.jsonl", rate_limit="6/fortnight")
 
 
 def test_a_run_killed_before_its_prompt_was_logged_resumes_with_its_prompt(
@@ -226,7 +226,7 @@ def test_a_run_killed_before_its_prompt_was_logged_resumes_with_its_prompt(
     store.close()  # the process died here: the run's row is logged, nothing else
     out = tmp_path / "results.jsonl"
 
-    run_batch("batch_agents:make_agent", [{"id": "t7", "prompt": "task 7"}], out=out,
+    run_batch("batch.agents:make_agent", [{"id": "t7", "prompt": "task 7"}], out=out,
               store=tmp_path / "runs.db", batch="b")  # fmt: skip
 
     assert read_rows(out)[0]["output"] == "TASK 7"
@@ -263,13 +263,13 @@ async def gated_step(task: str, turn: int, i: int) -> str:
 
 
 def gated_agent() -> Agent:
-    return Agent(FunctionModel(batch_agents.reply), tools=[gated_step])
+    return Agent(FunctionModel(agents.reply), tools=[gated_step])
 
 
 def test_a_run_waiting_for_approval_is_a_paused_row_naming_its_calls(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
 
-    report = run_batch("test_local_batch:gated_agent", [{"id": "g", "prompt": "task g"}],
+    report = run_batch("batch.test_local_batch:gated_agent", [{"id": "g", "prompt": "task g"}],
                        out=out, store=tmp_path / "runs.db", batch="b")  # fmt: skip
 
     (row,) = read_rows(out)
@@ -297,10 +297,10 @@ def test_a_task_carries_its_own_deps_and_output_type(tmp_path: Path) -> None:
     tasks = [
         {"id": "d", "prompt": "whose?", "deps": {"owner": "Ada"}},
         {"id": "o", "prompt": "grade it", "deps": {"owner": "Bo"},
-         "output": "test_local_batch:Verdict"},
+         "output": "batch.test_local_batch:Verdict"},
     ]  # fmt: skip
 
-    run_batch("test_local_batch:deps_agent", tasks, out=out)
+    run_batch("batch.test_local_batch:deps_agent", tasks, out=out)
 
     rows = {row["id"]: row for row in read_rows(out)}
     assert "the task of Ada" in rows["d"]["output"]

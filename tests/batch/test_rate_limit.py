@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import batch_agents
 import pytest
-from conftest import write_tasks
 
+from batch import agents
+from batch.files import write_tasks
 from steadyloop.batch import Rate, run_batch
 from steadyloop.batch.ratelimit import TokenBucket
 from steadyloop.errors import ConfigError
@@ -69,10 +69,10 @@ def test_a_batch_under_a_rate_limit_holds_its_mean_at_the_cap(
         if line.startswith("model "):
             stamps.append(time.monotonic())
 
-    monkeypatch.setattr(batch_agents, "journal", note)
+    monkeypatch.setattr(agents, "journal", note)
     tasks = write_tasks(tmp_path / "tasks.jsonl", 100)
 
-    run_batch("batch_agents:make_agent", tasks, out=tmp_path / "o.jsonl", rate_limit="3000/min")
+    run_batch("batch.agents:make_agent", tasks, out=tmp_path / "o.jsonl", rate_limit="3000/min")
 
     assert len(stamps) == 100
     mean = (len(stamps) - 5) / (max(stamps) - min(stamps))  # 5 may go at once

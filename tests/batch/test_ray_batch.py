@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import journal_lines, read_rows, write_tasks
 
+from batch.files import journal_lines, read_rows, write_tasks
 from steadyloop.batch import RayEngine, run_batch
 from steadyloop.errors import ConfigError
 
@@ -24,7 +24,7 @@ def test_a_worker_killed_mid_batch_is_restarted_and_every_task_answered_once(
     out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
     engine = RayEngine(workers=2, per_worker=64, chunk=20)
 
-    report = run_batch("batch_agents:make_agent", tasks, out=out, store=store, engine=engine)
+    report = run_batch("batch.agents:make_agent", tasks, out=out, store=store, engine=engine)
 
     assert (ray_journal.parent / "died").exists()
     rows = read_rows(out)
@@ -39,7 +39,7 @@ def test_a_worker_killed_mid_batch_is_restarted_and_every_task_answered_once(
     assert repeated <= 64  # at most the runs in flight on the dead worker asked again
     before = out.read_bytes()
 
-    again = run_batch("batch_agents:make_agent", tasks, out=out, store=store, engine=engine)
+    again = run_batch("batch.agents:make_agent", tasks, out=out, store=store, engine=engine)
 
     assert again.ran == 0
     assert out.read_bytes() == before
@@ -51,7 +51,7 @@ def test_the_cluster_wide_rate_limit_holds_the_mean_at_the_cap(
 ) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", 150)
 
-    run_batch("batch_agents:make_agent", tasks, out=tmp_path / "o.jsonl", rate_limit="100/s",
+    run_batch("batch.agents:make_agent", tasks, out=tmp_path / "o.jsonl", rate_limit="100/s",
               engine=RayEngine(workers=2, per_worker=32, chunk=10))  # fmt: skip
 
     stamps = [float(w[-1]) for w in journal_lines(ray_journal) if w[0] == "model"]
@@ -67,8 +67,8 @@ def test_a_factory_that_fails_on_the_workers_is_an_error_before_any_task_runs(
 ) -> None:
     out = tmp_path / "o.jsonl"
 
-    with pytest.raises(ConfigError, match="batch_agents:broken_factory failed: RuntimeError"):
-        run_batch("batch_agents:broken_factory", write_tasks(tmp_path / "t.jsonl", 5), out=out,
+    with pytest.raises(ConfigError, match=r"batch\.agents:broken_factory failed: RuntimeError"):
+        run_batch("batch.agents:broken_factory", write_tasks(tmp_path / "t.jsonl", 5), out=out,
                   engine=RayEngine(workers=1))  # fmt: skip
 
     assert not out.exists()
@@ -77,7 +77,7 @@ def test_a_factory_that_fails_on_the_workers_is_an_error_before_any_task_runs(
 
 def test_ray_takes_the_factory_by_name_and_the_log_by_location(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path / "t.jsonl", 1)
-    import batch_agents
+    from batch import agents
 
     with pytest.raises(ConfigError, match="'module:function'"):
-        run_batch(batch_agents.make_agent, tasks, out=tmp_path / "o.jsonl", engine=RayEngine())
+        run_batch(agents.make_agent, tasks, out=tmp_path / "o.jsonl", engine=RayEngine())

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -12,7 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import HERE, RAY_ENV, ray_worker_env, read_rows, stop_processes_under, write_tasks
+
+from batch.files import HERE, RAY_ENV, ray_worker_env, read_rows, write_tasks
+from support.processes import python_env, stop_processes_under
 
 
 def free_port() -> int:
@@ -27,7 +28,7 @@ def ray_cluster() -> Iterator[str]:
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'steadyloop[ray]'")
     folder = Path(tempfile.mkdtemp(prefix="slrc", dir="/tmp"))
     port = free_port()
-    env = {**os.environ, **RAY_ENV, **ray_worker_env(folder)}
+    env = {**python_env(), **RAY_ENV, **ray_worker_env(folder)}
     try:
         subprocess.run(
             [str(Path(sys.executable).parent / "ray"), "start", "--head",
@@ -41,7 +42,7 @@ def ray_cluster() -> Iterator[str]:
 
 
 def steadyloop_batch(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **RAY_ENV}
+    env = {**python_env(), **RAY_ENV}
     return subprocess.run(
         [sys.executable, "-m", "steadyloop", "batch", *args],
         cwd=HERE, env=env, capture_output=True, text=True, timeout=300,
@@ -54,7 +55,7 @@ def test_the_batch_command_runs_on_a_ray_cluster_and_a_rerun_skips_everything(
     tasks = write_tasks(tmp_path / "tasks.jsonl", 200)
     out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
     args = (
-        str(tasks), "--agent", "batch_agents:make_agent", "--out", str(out), "--store", str(store),
+        str(tasks), "--agent", "batch.agents:make_agent", "--out", str(out), "--store", str(store),
         "--ray", ray_cluster, "--workers", "2", "--chunk", "20",
     )  # fmt: skip
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from steadyloop.cli import main
+from support.cli import run_cli
+from support.samples import PNG
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -20,12 +21,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("STEADYLOOP_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("STEADYLOOP_MODEL", raising=False)
     return tmp_path / "home"
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -221,20 +216,14 @@ def test_the_approval_example_runs_offline() -> None:
     assert "refunds made: [('example', 1.0)]" in done.stdout
 
 
-PNG_BYTES = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c63646060f80f0000020101009e4c1b340000000049454e44ae426082"
-)
-
-
 def test_images_go_with_the_prompt_and_an_unreadable_one_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
 ) -> None:
     from steadyloop import Image
     from steadyloop.store import RunStore
 
-    (tmp_path / "a.png").write_bytes(PNG_BYTES)
-    (tmp_path / "b.png").write_bytes(PNG_BYTES)
+    (tmp_path / "a.png").write_bytes(PNG)
+    (tmp_path / "b.png").write_bytes(PNG)
     code, out, err = run_cli(
         capsys, "run", "--model", "test", "--image", str(tmp_path / "a.png"),
         "--image", str(tmp_path / "b.png"), "what is this?",
@@ -243,7 +232,7 @@ def test_images_go_with_the_prompt_and_an_unreadable_one_is_one_line(
     assert out.strip() == "(test model) You said: what is this?"
     (run,) = RunStore(home / "runs.db").runs()
     (prompt, _) = RunStore(home / "runs.db").messages(run.id)
-    image = Image.from_bytes(PNG_BYTES)
+    image = Image.from_bytes(PNG)
     assert getattr(prompt, "parts", ()) == ("what is this?", image, image)
 
     code, out, err = run_cli(

@@ -20,9 +20,9 @@ import pytest
 
 from steadyloop import Agent, Approve, ConfigError, tool
 from steadyloop.agent import IfExists
-from steadyloop.cli import main
 from steadyloop.store import RunStore
 from steadyloop.testing import TestModel
+from support.cli import run_cli
 
 SHOP = '''
 from pathlib import Path
@@ -64,12 +64,6 @@ def shop(tmp_path: Path) -> Path:
 def effects(folder: Path) -> list[str]:
     log = folder / "effects.log"
     return log.read_text().splitlines() if log.exists() else []
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def cli_process(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:

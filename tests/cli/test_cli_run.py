@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from steadyloop import Agent
-from steadyloop.cli import main
 from steadyloop.output import EMPTY_REPLY_TEXT
 from steadyloop.store import RunStore
 from steadyloop.testing import ScriptedModel
+from support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "support_tickets.py"
@@ -29,12 +29,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("STEADYLOOP_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("STEADYLOOP_MODEL", raising=False)
     return tmp_path / "home"
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_run_answers_offline_and_logs_the_run(

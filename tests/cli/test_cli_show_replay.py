@@ -11,11 +11,13 @@ import pytest
 
 from steadyloop import Agent, Approve, AssistantMessage, Deny, Edit, RunContext, ToolCall, tool
 from steadyloop.approvals import Decision
-from steadyloop.cli import main
+from steadyloop.messages import Native
 from steadyloop.replay import replay_run
 from steadyloop.store import RunStore
 from steadyloop.testing import ScriptedModel, TestModel
 from steadyloop.toolfile import load_from_file, load_tools_from_file
+from support.cli import run_cli
+from support.samples import PNG
 
 MODELS = """
 from pydantic import BaseModel
@@ -42,24 +44,12 @@ def wire_money(amount: int) -> str:
     return f"wired {amount} EUR"
 '''
 
-# A 1x1 PNG.
-PIXEL = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415478"
-    "9c63f8ffff3f0005fe02fe0def46b80000000049454e44ae426082"
-)
-
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("STEADYLOOP_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("STEADYLOOP_MODEL", raising=False)
     return tmp_path / "home"
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def last_run(capsys: pytest.CaptureFixture[str]) -> str:
@@ -119,7 +109,7 @@ def test_a_run_with_an_image_replays_and_shows_what_was_sent(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     receipt = tmp_path / "receipt.png"
-    receipt.write_bytes(PIXEL)
+    receipt.write_bytes(PNG)
     code, _, _ = run_cli(capsys, "run", "--model", "test", "--image", str(receipt), "Is this paid?")
     assert code == 0
     run_id = last_run(capsys)
@@ -127,7 +117,7 @@ def test_a_run_with_an_image_replays_and_shows_what_was_sent(
     assert (code, "matches the log (2 entries)" in out) == (0, True)
     lines = run_cli(capsys, "show", run_id)[1].splitlines()
     user = lines.index("user: Is this paid?")
-    assert lines[user + 1] == f"  [image: image/png, {len(PIXEL)} bytes]"
+    assert lines[user + 1] == f"  [image: image/png, {len(PNG)} bytes]"
 
 
 def paused_and_decided(store: RunStore, tools_file: Path, decision: Decision) -> str:
@@ -205,3 +195,29 @@ def test_show_json_prints_unknown_token_counts_as_null_after_a_resume(
     assert usage["cache_read_tokens"] is None
     out = run_cli(capsys, "run", "--json", "--model", "test", "hi")[1]
     assert json.loads(out)["usage"].keys() == usage.keys()  # the same fields as `run --json`
+
+
+def test_show_prints_a_replys_reasoning_before_its_text_and_never_its_ciphertext(
+    capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    """A reasoning model's reply: `show` has its readable reasoning on a line of its own before
+    the text, no encrypted content; `show --json` has it in the message."""
+    native = Native(
+        "openai-responses",
+        "https://api.openai.com/v1",
+        "gpt-5",
+        [{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAsecret"}],
+    )
+    reply = AssistantMessage("Paris.", reasoning_text="The capital of France.", native=native)
+    home.mkdir()
+    store = RunStore(home / "runs.db")
+    Agent(ScriptedModel([reply]), store=store).run_sync("Capital?", run_id="r")
+    store.close()
+    lines = run_cli(capsys, "show", "r")[1].splitlines()
+    thinking = lines.index("assistant (thinking): The capital of France.")
+    assert thinking + 1 == lines.index("assistant: Paris.")
+    assert not any("gAAAAsecret" in line for line in lines)
+    events = json.loads(run_cli(capsys, "show", "r", "--json")[1])["events"]
+    shown = [e["data"]["message"] for e in events if e["kind"] == "message"]
+    thoughts = [m.get("reasoning_text") for m in shown if m["type"] == "assistant"]
+    assert thoughts == ["The capital of France."]

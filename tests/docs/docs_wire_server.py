@@ -12,12 +12,11 @@ after the other tools. Replies are plain JSON (the snippets do not stream).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from steadyloop.testing import example_arguments
+from support.http import Handler, LocalServer
 
 __all__ = ["WireServer"]
 
@@ -32,24 +31,18 @@ class WireServer:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, JSON]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._server = LocalServer(_handler(self))
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._server.url
 
     def __enter__(self) -> WireServer:
-        self._thread.start()
+        self._server.__enter__()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._server.__exit__(*exc_info)
 
     def answer(self, path: str, body: JSON) -> tuple[int, JSON]:
         self.requests.append((path, body))
@@ -157,20 +150,10 @@ def _texts(blocks: Sequence[Any]) -> Iterator[str]:
             yield block["text"]
 
 
-def _handler(server: WireServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+def _handler(server: WireServer) -> type[Handler]:
+    class WireHandler(Handler):
         def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", "0"))
-            body = json.loads(self.rfile.read(length) or b"{}")
-            status, reply = server.answer(self.path, body)
-            data = json.dumps(reply).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            status, reply = server.answer(self.path, self.read_json())
+            self.send_json(status, reply)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet: the tests read the requests, not the log."""
-
-    return Handler
+    return WireHandler

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from docs_wire_server import WireServer
+
+from docs.docs_wire_server import WireServer
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 MARKED = re.compile(r"^<!-- runnable -->\n```python\n(.*?)^```", re.DOTALL | re.MULTILINE)

@@ -15,8 +15,8 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from mcp_fixtures import NPM_CACHE, NPM_PACKAGES, descendants, free_port, package_main
 
+from mcp_servers.mcp_fixtures import NPM_CACHE, NPM_PACKAGES, descendants, free_port, package_main
 from steadyloop.mcp import MCPServer
 
 EVERYTHING = "@modelcontextprotocol/server-everything"

@@ -10,7 +10,7 @@ import pytest
 from steadyloop import Agent, AssistantMessage, Message, ToolCall, ToolResult
 from steadyloop.events import RunFinished, ToolCallFinished, ToolCallStarted
 from steadyloop.mcp import MCPServer
-from steadyloop.mcp_results import render_result
+from steadyloop.mcp.results import render_result
 from steadyloop.testing import FunctionModel, ScriptedModel
 from steadyloop.tools import ToolSpec
 
@@ -94,7 +94,7 @@ async def test_a_tool_the_server_does_not_have_is_an_error_result(everything: MC
 
 
 async def test_a_call_longer_than_the_server_timeout_is_ended(npm_servers: None) -> None:
-    from mcp_fixtures import package_main
+    from mcp_servers.mcp_fixtures import package_main
 
     main = str(package_main("@modelcontextprotocol/server-everything"))
     server = MCPServer.stdio("node", main, "stdio", timeout=1)

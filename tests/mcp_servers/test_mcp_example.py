@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mcp_fixtures import package_main
+from mcp_servers.mcp_fixtures import package_main
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "mcp_everything.py"
 

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from mcp_fixtures import LONG_NAME, tiny
 
+from mcp_servers.mcp_fixtures import LONG_NAME, tiny
 from steadyloop import Agent, AssistantMessage, ConfigError, Message, ToolCall, ToolResult, tool
 from steadyloop.mcp import MCPServer
-from steadyloop.mcp_results import render_result
+from steadyloop.mcp.results import render_result
 from steadyloop.testing import ScriptedModel
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")

@@ -10,7 +10,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from mcp_fixtures import TINY_SERVER, processes_with
+
+from mcp_servers.mcp_fixtures import TINY_SERVER, processes_with
 
 SCRIPT = """
 import sys

@@ -13,9 +13,9 @@ from mcp.types import (
     TextResourceContents,
 )
 
-from steadyloop.mcp import servers_from_cli
-from steadyloop.mcp_results import render_result
-from steadyloop.mcp_schema import input_schema, tool_names
+from steadyloop.mcp.results import render_result
+from steadyloop.mcp.schema import input_schema, tool_names
+from steadyloop.mcp.server import servers_from_cli
 from steadyloop.models.wire import ToolNames
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from mcp_fixtures import MCP_SERVER_TIME, package_main
 
+from mcp_servers.mcp_fixtures import MCP_SERVER_TIME, package_main
 from steadyloop import Agent, AssistantMessage, Message, ToolCall, ToolResult
 from steadyloop.mcp import MCPServer
 from steadyloop.testing import ScriptedModel
@@ -93,8 +93,7 @@ async def test_server_everything_over_streamable_http(everything_http_url: str) 
 
 
 async def test_an_http_server_nobody_listens_on_is_a_config_error() -> None:
-    from mcp_fixtures import free_port
-
+    from mcp_servers.mcp_fixtures import free_port
     from steadyloop import ConfigError
 
     server = MCPServer.http(f"http://127.0.0.1:{free_port()}/mcp", start_timeout=5)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from steadyloop import ConfigError, mcp, mcp_results, mcp_schema, mcp_session
-from steadyloop.mcp import MCPServer
+from steadyloop import ConfigError
+from steadyloop.mcp import MCPServer, results, schema, server, session
 
 
 def imported_from_mcp(module: ModuleType) -> list[str]:
@@ -26,7 +26,7 @@ def imported_from_mcp(module: ModuleType) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("module", [mcp, mcp_results, mcp_schema, mcp_session])
+@pytest.mark.parametrize("module", [server, results, schema, session])
 def test_no_private_module_or_name_of_the_sdk_is_imported(module: ModuleType) -> None:
     private = [
         path

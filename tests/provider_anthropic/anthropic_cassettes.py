@@ -128,9 +128,7 @@ def history_from_request(body: Mapping[str, Any]) -> list[Message]:
         if turn["role"] == "assistant":
             reply = parse_message({"content": blocks}, NO_NAMES)
             names.update((call.id, call.name) for call in reply.tool_calls)
-            history.append(
-                AssistantMessage(reply.text, reply.tool_calls, reasoning=reply.reasoning)
-            )
+            history.append(AssistantMessage(reply.text, reply.tool_calls))
             continue
         for block in blocks:
             if block["type"] == "tool_result":

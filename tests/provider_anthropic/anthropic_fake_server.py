@@ -5,13 +5,24 @@ anything else, checks each request against Anthropic's history rules, answering 
 with the real 400 body the API sends (texts from FAILURES.md and the recorded traffic):
 F01/F03 calls answered right after, results first; F02 no orphan results; F13 `input` is an
 object; F20 no empty messages or empty/whitespace-only text blocks; F22 unique `tool_use` ids;
-F24 id pattern; F25 tool-name pattern; F40 thinking first when thinking is on. Image and
-document blocks are checked against the documented sources (base64 images of the four image
-types or a URL; PDFs as base64, text as `text/plain`), in user turns only.
+F24 id pattern; F25 tool-name pattern; F40 thinking first when thinking is on; at most four
+`cache_control` breakpoints, never a 1h one after a 5m one. Image and document blocks are
+checked against the documented sources (base64 images of the four image types or a URL; PDFs
+as base64, text as `text/plain`), in user turns only.
+
+Like preserved thinking, each thinking block the server sent is bound to the request it
+answered: sent back with thinking on, its turn must be the reply exactly as sent (no block
+merged, moved or dropped but whitespace-only text) after exactly that prefix (system, tools and
+the turns before it, cache marks aside), else `Invalid signature in thinking block`.
+
+Usage is counted as the API does with prompt caching: every block costs tokens (a quarter of
+its JSON length); a request reads from the cache the longest prefix that ended at a breakpoint
+of an earlier request, and writes what its own last breakpoint adds to that.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -34,6 +45,15 @@ THINKING_TEXT = (
     "Please consult our documentation at "
     "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking"
 )
+BOUND_TEXT = "Invalid signature in thinking block. The block is bound to a different conversation."
+UNKNOWN_SIGNATURE_TEXT = "Invalid `signature` in `thinking` block"
+MODIFIED_TEXT = (
+    "`thinking` or `redacted_thinking` blocks in the latest assistant message cannot be "
+    "modified. These blocks must remain as they were in the original response."
+)
+MAX_BREAKPOINTS = 4
+TTL_ORDER_TEXT = "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"
+THINKING_KINDS = ("thinking", "redacted_thinking")
 
 
 @dataclass
@@ -65,8 +85,13 @@ def tool_use(call_id: str, name: str, arguments: JSON | None = None) -> JSON:
     return {"type": "tool_use", "id": call_id, "name": name, "input": arguments or {}}
 
 
-def message(*blocks: JSON, stop_reason: str | None = None, input_tokens: int = 20) -> Reply:
-    """A scripted reply; the stop reason defaults to tool_use when there are calls."""
+def thinking(thought: str, signature: str) -> JSON:
+    return {"type": "thinking", "thinking": thought, "signature": signature}
+
+
+def message(*blocks: JSON, stop_reason: str | None = None) -> Reply:
+    """A scripted reply; the stop reason defaults to tool_use when there are calls. Its input
+    token counts are the server's (see `FakeAnthropic`)."""
     calls = any(block["type"] == "tool_use" for block in blocks)
     stop = stop_reason or ("tool_use" if calls else "end_turn")
     return Reply(
@@ -79,9 +104,9 @@ def message(*blocks: JSON, stop_reason: str | None = None, input_tokens: int = 2
             "stop_reason": stop,
             "stop_sequence": None,
             "usage": {
-                "input_tokens": input_tokens,
+                "input_tokens": 0,
                 "output_tokens": 7,
-                "cache_read_input_tokens": 3,
+                "cache_read_input_tokens": 0,
                 "cache_creation_input_tokens": 0,
             },
         }
@@ -123,6 +148,8 @@ def _block_events(index: int, block: JSON) -> Iterator[JSON]:
         arguments = json.dumps(block["input"]) if block["input"] else ""
         for piece in _halves(arguments) if arguments else [""]:
             yield _delta(index, {"type": "input_json_delta", "partial_json": piece})
+    elif kind == "redacted_thinking":
+        yield _start(index, block)
     else:  # thinking
         yield _start(index, {"type": "thinking", "thinking": "", "signature": ""})
         yield _delta(index, {"type": "thinking_delta", "thinking": block["thinking"]})
@@ -148,7 +175,15 @@ def _halves(value: str) -> list[str]:
 
 def validate(body: Mapping[str, Any]) -> str | None:
     """The API's error message for the first rule `body` breaks, or None if it is valid."""
-    for check in (_check_tools, _check_blocks, _check_unique_ids, _check_pairing, _check_thinking):
+    checks = (
+        _check_tools,
+        _check_blocks,
+        _check_unique_ids,
+        _check_pairing,
+        _check_thinking,
+        _check_cache_marks,
+    )
+    for check in checks:
         problem = check(body)
         if problem is not None:
             return problem
@@ -300,9 +335,12 @@ def _check_pairing(body: Mapping[str, Any]) -> str | None:
     return None
 
 
+def thinking_on(body: Mapping[str, Any]) -> bool:
+    return (body.get("thinking") or {}).get("type") in ("enabled", "adaptive")
+
+
 def _check_thinking(body: Mapping[str, Any]) -> str | None:
-    thinking = body.get("thinking") or {}
-    if thinking.get("type") != "enabled":
+    if not thinking_on(body):
         return None
     messages = body.get("messages") or []
     for i in range(len(messages) - 1, -1, -1):
@@ -319,6 +357,120 @@ def _check_thinking(body: Mapping[str, Any]) -> str | None:
             )
         return None
     return None
+
+
+def _check_cache_marks(body: Mapping[str, Any]) -> str | None:
+    ttls = [_ttl(block["cache_control"]) for block in _units(body) if "cache_control" in block]
+    if len(ttls) > MAX_BREAKPOINTS:
+        return (
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {len(ttls)}."
+        )
+    if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
+        return TTL_ORDER_TEXT
+    return None
+
+
+def _ttl(control: Mapping[str, Any]) -> str:
+    return str(control.get("ttl") or "5m")
+
+
+def _units(body: Mapping[str, Any]) -> list[JSON]:
+    """The request's blocks in wire order: tools, system blocks, then each turn's blocks."""
+    system = body.get("system") or []
+    blocks = [*(body.get("tools") or []), *([text(system)] if isinstance(system, str) else system)]
+    for message in body.get("messages") or []:
+        blocks.extend(_blocks(message))
+    return blocks
+
+
+def unmarked(value: Any) -> Any:
+    """JSON without its `cache_control` marks (they move; they are not part of a prefix)."""
+    if isinstance(value, Mapping):
+        return {k: unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [unmarked(item) for item in value]
+    return value
+
+
+def prefix_of(body: Mapping[str, Any], turns: int) -> str:
+    """A digest of the system prompt, the tools and the first `turns` turns, marks aside."""
+    system = body.get("system") or []
+    shown = {
+        "system": [text(system)] if isinstance(system, str) else system,
+        "tools": body.get("tools") or [],
+        "messages": [
+            {"role": m.get("role"), "content": _blocks(m)}
+            for m in (body.get("messages") or [])[:turns]
+        ],
+    }
+    return hashlib.sha256(json.dumps(unmarked(shown), sort_keys=True).encode()).hexdigest()
+
+
+def _visible(blocks: Sequence[JSON]) -> list[JSON]:
+    return [b for b in blocks if not (b["type"] == "text" and not str(b.get("text", "")).strip())]
+
+
+@dataclass(frozen=True)
+class _Issued:
+    """A reply with thinking, and the prefix of the request it answered."""
+
+    prefix: str
+    content: list[JSON]
+
+
+def _check_signatures(body: Mapping[str, Any], issued: Mapping[str, _Issued]) -> str | None:
+    """Preserved thinking: each thinking block sent back is one the server made, in its turn
+    as made, after the prefix it was made after."""
+    messages = body.get("messages") or []
+    assistants = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    for i in assistants:
+        blocks = _blocks(messages[i])
+        for j, block in enumerate(blocks):
+            if block["type"] not in THINKING_KINDS:
+                continue
+            where = f"messages.{i}.content.{j}"
+            made = issued.get(str(block.get("signature") or block.get("data")))
+            if made is None:
+                return f"{where}: {UNKNOWN_SIGNATURE_TEXT}"
+            if _visible(blocks) != _visible(made.content):
+                if i == assistants[-1]:
+                    return f"{where}: {MODIFIED_TEXT}"
+                return f"{where}: {BOUND_TEXT}"
+            if prefix_of(body, i) != made.prefix:
+                return f"{where}: {BOUND_TEXT}"
+    return None
+
+
+class PromptCache:
+    """The API's prompt cache, counted: which marked prefixes it holds, and their size."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, int] = {}
+
+    def usage(self, body: Mapping[str, Any]) -> JSON:
+        """The input token counts of `body`, and the cache entries its breakpoints write."""
+        digest = hashlib.sha256()
+        total, read, marked_end = 0, 0, 0
+        written: dict[str, int] = {}
+        for block in _units(body):
+            clean = json.dumps(unmarked(block), sort_keys=True)
+            digest.update(clean.encode())
+            total += len(clean) // 4 + 1
+            key = digest.hexdigest()
+            if key in self._held:
+                read = total
+            if "cache_control" in block:
+                written[key] = marked_end = total
+        if not written:  # a request without breakpoints neither reads nor writes
+            read = 0
+        write = max(0, marked_end - read)
+        self._held.update(written)
+        return {
+            "input_tokens": total - read - write,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": write,
+        }
 
 
 # -- the server ---------------------------------------------------------------------------
@@ -343,6 +495,8 @@ class FakeAnthropic:
         self.credentials: list[str] = []
         self.times: list[float] = []
         self.rejections: list[str] = []
+        self.cache = PromptCache()
+        self.issued: dict[str, _Issued] = {}  # thinking signature (or data) -> its reply
         self.closing = threading.Event()  # ends delays and drips when the test is over
         self._lock = threading.Lock()
         self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
@@ -371,12 +525,23 @@ class FakeAnthropic:
             self.requests.append(body)
             self.times.append(time.monotonic())
             problem = validate(body)
+            if problem is None and thinking_on(body):
+                problem = _check_signatures(body, self.issued)
             if problem is not None:
                 self.rejections.append(problem)
                 return error(400, "invalid_request_error", problem)
             if not self.replies:
                 return error(400, "invalid_request_error", "fake server: no scripted reply left")
-            return self.replies.pop(0)
+            reply = self.replies.pop(0)
+            if reply.message is None or "usage" not in reply.message:
+                return reply
+            usage = {**reply.message["usage"], **self.cache.usage(body)}
+            sent = {**reply.message, "usage": usage}
+            made = _Issued(prefix_of(body, len(body.get("messages") or [])), sent["content"])
+            for block in sent["content"]:
+                if block["type"] in THINKING_KINDS:
+                    self.issued[str(block.get("signature") or block.get("data"))] = made
+            return Reply(**{**vars(reply), "message": sent})
 
 
 def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:

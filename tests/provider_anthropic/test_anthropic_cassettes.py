@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 import pytest
-from anthropic_cassettes import (
+
+from provider_anthropic.anthropic_cassettes import (
     NO_NAMES,
     RECORDINGS,
     Interaction,
@@ -20,20 +21,29 @@ from anthropic_cassettes import (
     normalised,
     sse_events,
 )
-from anthropic_fake_server import validate
-
+from provider_anthropic.anthropic_fake_server import validate
 from steadyloop.errors import ConfigError, ModelError
 from steadyloop.events import TextDelta, ToolCallDelta
-from steadyloop.messages import AssistantMessage, ToolCall
+from steadyloop.messages import AssistantMessage, Message, ToolCall
 from steadyloop.models.anthropic import error_from_response
-from steadyloop.models.anthropic_wire import StreamAssembler, parse_message, to_wire_messages
+from steadyloop.models.anthropic_wire import (
+    Origin,
+    StreamAssembler,
+    Target,
+    build_request,
+    parse_message,
+    to_wire_messages,
+)
+from steadyloop.models.base import ModelRequest
+
+HERE = Target("https://api.anthropic.com", "claude-recorded")
 
 
-def reply_of(interaction: Interaction) -> AssistantMessage:
-    """The canonical reply, through the stream assembler for SSE recordings."""
+def reply_of(interaction: Interaction, origin: Origin | None = None) -> AssistantMessage:
+    """The reply, through the stream assembler for SSE recordings; with `origin`, an own one."""
     if not interaction.streamed:
-        return parse_message(interaction.body, NO_NAMES)
-    assembler = StreamAssembler(NO_NAMES)
+        return parse_message(interaction.body, NO_NAMES, origin)
+    assembler = StreamAssembler(NO_NAMES, origin)
     for event in sse_events(interaction.body):
         assembler.feed(event)
     assert assembler.finished
@@ -71,16 +81,17 @@ def test_text_and_four_parallel_calls_keep_their_order() -> None:
 
 def test_thinking_block_is_kept_with_its_signature() -> None:
     """F40: thinking arrives first, with its signature, in plain and streamed replies."""
-    plain = reply_of(load(RECORDINGS[1])[0])
-    streamed = reply_of(load(RECORDINGS[7])[0])
+    plain = reply_of(load(RECORDINGS[1])[0], Origin(HERE.endpoint, HERE.model, ""))
+    streamed = reply_of(load(RECORDINGS[7])[0], Origin(HERE.endpoint, HERE.model, ""))
     for reply in (plain, streamed):
-        (reasoning,) = reply.reasoning
-        assert reasoning.provider == "anthropic"
-        assert reasoning.data["type"] == "thinking"
-        assert str(reasoning.data["signature"]).startswith("E")
-        assert len(str(reasoning.data["signature"])) > 300
+        assert reply.native is not None
+        (block, *_) = reply.native.content
+        assert block["type"] == "thinking"
+        assert str(block["signature"]).startswith("E")
+        assert len(str(block["signature"])) > 300
         assert reply.tool_calls[0].arguments == "{}"
-    assert str(streamed.reasoning[0].data["thinking"]).startswith("The user wants me to:\n1. Use")
+        assert reply.reasoning_text == block["thinking"]
+    assert streamed.reasoning_text.startswith("The user wants me to:\n1. Use")
 
 
 def test_no_argument_calls_streamed_as_empty_partial_json_mean_empty_object() -> None:
@@ -140,42 +151,65 @@ def sent(path: str, index: int) -> dict[str, Any]:
     return load(path)[index].request
 
 
+def with_own_reply(path: str) -> tuple[list[Message], AssistantMessage]:
+    """The recorded follow-up's history with its first reply as the API sent it (the first
+    recorded response), an own reply bound to the turns before it."""
+    history = history_from_request(sent(path, 1))
+    index = next(i for i, m in enumerate(history) if isinstance(m, AssistantMessage))
+    before = ModelRequest(None, tuple(history[:index]), ())
+    prefix = build_request(before, NO_NAMES, HERE).prefix
+    reply = reply_of(load(path)[0], Origin(HERE.endpoint, HERE.model, prefix))
+    assert [c.id for c in reply.tool_calls] == [c.id for c in history[index].tool_calls]  # type: ignore[union-attr]
+    history[index] = reply
+    return history, reply
+
+
+def without_caller(turn: dict[str, Any]) -> dict[str, Any]:
+    """A turn less the `caller` field the API adds to `tool_use` blocks."""
+    blocks = [{k: v for k, v in b.items() if k != "caller"} for b in turn["content"]]
+    return {**turn, "content": blocks}
+
+
 @pytest.mark.parametrize(
-    ("path", "thinking"),
+    ("path", "thinking", "rebuilt"),
     [
-        (RECORDINGS[0], False),
-        (RECORDINGS[2], False),
-        (RECORDINGS[6], False),
-        (RECORDINGS[7], True),
-        (RECORDINGS[1], True),
+        (RECORDINGS[0], False, False),
+        (RECORDINGS[2], False, False),
+        (RECORDINGS[1], True, False),
+        # simonw/llm-anthropic rebuilt its reply turns: it dropped the `caller` field of each
+        # `tool_use` block as the API sent it. We send the block as received.
+        (RECORDINGS[6], False, True),
+        (RECORDINGS[7], True, True),
     ],
 )
-def test_follow_up_requests_round_trip(path: str, thinking: bool) -> None:
-    """The recorded follow-up (thinking, text, calls, results) rebuilt from canonical history
-    is what the real API accepted."""
-    recorded = sent(path, 1)["messages"]
-    ours = to_wire_messages(
-        history_from_request(sent(path, 1)), NO_NAMES, replay_reasoning=thinking
-    )
-    assert ours == normalised(recorded)
+def test_follow_up_requests_round_trip(path: str, thinking: bool, rebuilt: bool) -> None:
+    """The recorded follow-up (thinking, text, calls, results) with its reply sent back as the
+    API made it is what the real API accepted."""
+    recorded = normalised(sent(path, 1)["messages"])
+    history, reply = with_own_reply(path)
+    ours = to_wire_messages(history, NO_NAMES, Target(HERE.endpoint, HERE.model, thinking))
+    assert reply.native is not None
+    assert ours[1]["content"] == reply.native.content
+    assert [without_caller(turn) for turn in ours] == recorded
+    assert (ours[1] != recorded[1]) is rebuilt
 
 
 def test_whitespace_text_next_to_calls_is_dropped_on_replay() -> None:
-    """F20: simonw/llm-anthropic replayed a " " text block; we send the calls alone."""
+    """F20: simonw/llm-anthropic replayed a " " text block; we send the calls alone (as the API
+    sent them, `caller` included: that library dropped it)."""
     recorded = sent(RECORDINGS[4], 1)["messages"]
     assert recorded[1]["content"][0] == {"type": "text", "text": " "}
-    ours = to_wire_messages(
-        history_from_request(sent(RECORDINGS[4], 1)), NO_NAMES, replay_reasoning=False
-    )
-    assert ours[1]["content"] == recorded[1]["content"][1:]
+    history, _ = with_own_reply(RECORDINGS[4])
+    ours = to_wire_messages(history, NO_NAMES, HERE)
+    assert without_caller(ours[1])["content"] == recorded[1]["content"][1:]
     assert ours[2] == recorded[2]
 
 
 def test_thinking_is_left_out_when_thinking_is_off() -> None:
     """F40: with thinking off, thinking blocks are left out (the API rejects them in a final
     assistant turn when thinking is disabled)."""
-    history = history_from_request(sent(RECORDINGS[7], 1))
-    ours = to_wire_messages(history, NO_NAMES, replay_reasoning=False)
+    history, _ = with_own_reply(RECORDINGS[7])
+    ours = to_wire_messages(history, NO_NAMES, HERE)
     assert [b["type"] for b in ours[1]["content"]] == ["tool_use"]
 
 
@@ -184,9 +218,7 @@ def test_recorded_rejected_request_is_sent_valid_by_us() -> None:
     same text for it, and accepts what we make of the same history."""
     (interaction,) = load(RECORDINGS[11])
     assert validate(interaction.request) == interaction.body["error"]["message"]
-    ours = to_wire_messages(
-        history_from_request(interaction.request), NO_NAMES, replay_reasoning=False
-    )
+    ours = to_wire_messages(history_from_request(interaction.request), NO_NAMES)
     assert validate({"messages": ours}) is None
     assert ours[1]["role"] == "assistant"
     assert [b["type"] for b in ours[1]["content"]] == ["text", "tool_use"]
@@ -197,7 +229,7 @@ def test_recorded_result_with_a_mismatched_id_is_not_sent_as_an_orphan() -> None
     """F01/F02: dd-trace's history answers toolu_01Ui... with a result for toolu_01DY...; we
     answer the call as not run and send the stray result as text."""
     history = history_from_request(sent(RECORDINGS[9], 0))
-    ours = to_wire_messages(history, NO_NAMES, replay_reasoning=False)
+    ours = to_wire_messages(history, NO_NAMES)
     assert validate(sent(RECORDINGS[9], 0)) is not None
     assert validate({"messages": ours}) is None
     results, note = ours[2]["content"]

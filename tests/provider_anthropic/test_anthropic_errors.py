@@ -11,9 +11,9 @@ from typing import Any
 
 import anthropic
 import pytest
-from anthropic_cassettes import sse_events, transcribed
-from anthropic_fake_server import FakeAnthropic, Reply, message, model_for, text
 
+from provider_anthropic.anthropic_cassettes import sse_events, transcribed
+from provider_anthropic.anthropic_fake_server import FakeAnthropic, Reply, message, model_for, text
 from steadyloop.errors import ConfigError, ContextWindowExceeded, ModelError, SteadyloopError
 from steadyloop.messages import UserMessage
 from steadyloop.models import resolve_model
@@ -187,32 +187,6 @@ async def test_slow_server_times_out_as_retryable() -> None:
             await model.request(REQUEST)
         await model.aclose()
     assert caught.value.retryable
-
-
-async def ask(model: AnthropicModel, streaming: bool) -> None:
-    """One call, plain or streamed; the model is closed afterwards whatever happens."""
-    try:
-        if streaming:
-            _ = [part async for part in model.stream(REQUEST)]
-        else:
-            await model.request(REQUEST)
-    finally:
-        await model.aclose()
-
-
-@pytest.mark.parametrize("streaming", [False, True], ids=["plain", "streamed"])
-async def test_an_html_page_with_status_200_is_a_model_error(streaming: bool) -> None:
-    page = Reply(page="<html><body>Sign in to the proxy</body></html>")
-    with FakeAnthropic([page]) as fake, pytest.raises(ModelError) as caught:
-        await ask(model_for(fake), streaming)
-    if not streaming:
-        assert "Sign in to the proxy" in str(caught.value)
-
-
-async def test_json_that_is_not_a_message_is_a_model_error() -> None:
-    gateway = Reply(message={"status": "ok", "service": "gateway"})
-    with FakeAnthropic([gateway]) as fake, pytest.raises(ModelError, match="gateway"):
-        await ask(model_for(fake), streaming=False)
 
 
 def test_missing_key_is_reported_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,9 +11,15 @@ import json
 from typing import Any
 
 import pytest
-from anthropic_cassettes import transcribed
-from anthropic_fake_server import FakeAnthropic, model_for, text, tool_use, validate
 
+from provider_anthropic.anthropic_cassettes import transcribed
+from provider_anthropic.anthropic_fake_server import (
+    FakeAnthropic,
+    model_for,
+    text,
+    tool_use,
+    validate,
+)
 from steadyloop.errors import ModelError
 from steadyloop.messages import UserMessage
 from steadyloop.models.base import ModelRequest

@@ -5,8 +5,8 @@ model is made, from `settings=` or the command line's `--set`, and nothing is se
 from __future__ import annotations
 
 import pytest
-from anthropic_fake_server import FakeAnthropic
 
+from provider_anthropic.anthropic_fake_server import FakeAnthropic
 from steadyloop import ConfigError
 from steadyloop.cli import main
 from steadyloop.models.anthropic import OWNED_SETTINGS, AnthropicModel

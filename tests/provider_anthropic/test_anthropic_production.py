@@ -8,9 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from anthropic_fake_server import FakeAnthropic, message, model_for, text, tool_use
 from pydantic import BaseModel, TypeAdapter
 
+from provider_anthropic.anthropic_fake_server import (
+    FakeAnthropic,
+    message,
+    model_for,
+    text,
+    tool_use,
+)
 from steadyloop import (
     Agent,
     Approve,
@@ -26,6 +32,7 @@ from steadyloop.messages import user_message
 from steadyloop.models.anthropic_wire import to_wire_messages
 from steadyloop.models.wire import ToolNames
 from steadyloop.retry import Backoff
+from support.samples import PDF, PNG
 
 
 class Refund(BaseModel):
@@ -114,15 +121,11 @@ async def test_histories_after_pause_deny_edit_and_resume_pass_the_wire_rules() 
         "tool_use_id": "toolu_c",
         "content": "denied by the reviewer: C was refunded already",
         "is_error": True,
+        "cache_control": {"type": "ephemeral"},  # the latest user turn's last block
     }
 
 
 # -- images and documents in the prompt ----------------------------------------------------
-
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-)
-PDF = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n"
 
 
 def prompt_parts(tmp_path: Path) -> list[str | Image | Document]:
@@ -141,7 +144,7 @@ def test_blocks_follow_the_sdks_documented_shapes(tmp_path: Path) -> None:
     from anthropic.types import DocumentBlockParam, ImageBlockParam, TextBlockParam
 
     message = user_message(prompt_parts(tmp_path))
-    (turn,) = to_wire_messages([message], ToolNames(()), replay_reasoning=False)
+    (turn,) = to_wire_messages([message], ToolNames(()))
     shapes: dict[str, Any] = {
         "text": TextBlockParam,
         "image": ImageBlockParam,

@@ -1,28 +1,23 @@
 """Keys and URL passwords never leave the Anthropic adapter: not in the caller's error (nor the
 traceback printed for it), the command line's output, the run log's bytes, `steadyloop export`,
-the viewer's API or spans with content. The places are gathered by the OpenAI adapter's tests'
-`secret_places`, so both providers are held to the same list."""
+the viewer's API or spans with content. The places are gathered by `support.secret_places`,
+so every provider is held to the same list."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
 import pytest
-from anthropic_fake_server import FakeAnthropic, error, message, text
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from provider_anthropic.anthropic_fake_server import FakeAnthropic, error, message, text
 from steadyloop import Agent, ConfigError, ModelError
 from steadyloop.cli import main
 from steadyloop.models.anthropic import AnthropicModel
 from steadyloop.retry import Backoff
-
-sys.path.append(str(Path(__file__).parents[1] / "provider_openai"))
-from secret_places import (  # type: ignore[import-not-found]
+from support.secret_places import (
     cli_run,
     closed_port,
     failure_places,
@@ -46,22 +41,6 @@ def environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "ANTHROPIC_AUTH_TOKEN",
     ):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    """Spans of the real OpenTelemetry SDK, kept in memory."""
-    exporter = InMemorySpanExporter()
-    yield exporter
-    exporter.shutdown()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield tracer_provider
-    tracer_provider.shutdown()
 
 
 def test_a_key_with_a_line_ending_or_spaces_is_sent_clean_and_shown_nowhere(

@@ -6,15 +6,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from anthropic_fake_server import message, stream_events, text, tool_use, validate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from provider_anthropic.anthropic_fake_server import (
+    message,
+    stream_events,
+    text,
+    thinking,
+    tool_use,
+    validate,
+)
+from steadyloop.cache import Cache
 from steadyloop.messages import (
     AssistantMessage,
     Image,
     Message,
-    Reasoning,
+    Native,
     Summary,
     ToolCall,
     ToolResult,
@@ -23,7 +31,10 @@ from steadyloop.messages import (
 )
 from steadyloop.models.anthropic_wire import (
     EMPTY_ASSISTANT_TEXT,
+    Origin,
     StreamAssembler,
+    Target,
+    WireRequest,
     build_request,
     parse_message,
     parse_usage,
@@ -37,8 +48,8 @@ NAMES = ToolNames(["get_weather", "calendar.lookup"])
 CALL = ToolCall("toolu_1", "get_weather", '{"city": "Paris"}')
 
 
-def wire(messages: list[Message], *, thinking: bool = False) -> list[dict[str, Any]]:
-    turns = to_wire_messages(messages, NAMES, replay_reasoning=thinking)
+def wire(messages: list[Message]) -> list[dict[str, Any]]:
+    turns = to_wire_messages(messages, NAMES)
     assert validate({"messages": turns}) is None
     return turns
 
@@ -78,23 +89,20 @@ def test_text_goes_before_the_calls() -> None:
     ]
 
 
-def test_consecutive_turns_of_one_role_are_merged_in_rule_order() -> None:
-    """F40 with F03b: merged replies still start with thinking and end with the call."""
-    thought = Reasoning("anthropic", {"type": "thinking", "thinking": "hm", "signature": "s"})
+def test_consecutive_canonical_turns_of_one_role_are_merged_in_rule_order() -> None:
+    """F03b: merged replies still end with the call."""
     turns = wire(
         [
             UserMessage("a"),
             UserMessage("b"),
             AssistantMessage("thinking aloud"),
-            AssistantMessage("now the call", (CALL,), reasoning=(thought,)),
+            AssistantMessage("now the call", (CALL,)),
             ToolResult("toolu_1", "get_weather", "ok"),
-        ],
-        thinking=True,
+        ]
     )
     assert [t["role"] for t in turns] == ["user", "assistant", "user"]
     assert kinds(turns[0]) == ["text", "text"]
-    assert kinds(turns[1]) == ["thinking", "text", "text", "tool_use"]
-    assert validate({"messages": turns, "thinking": {"type": "enabled"}}) is None
+    assert kinds(turns[1]) == ["text", "text", "tool_use"]
 
 
 def test_arguments_are_always_an_object() -> None:
@@ -171,23 +179,12 @@ def test_foreign_names_are_mapped_and_mapped_back() -> None:
     """F25: a dotted tool name goes out valid and comes back as the tool's own name."""
     spec = ToolSpec("calendar.lookup", "free slots", {"type": "object", "properties": {}})
     request = ModelRequest(" ", (UserMessage("q"),), (spec,))
-    body = build_request(request, NAMES, replay_reasoning=False)
+    body = build_request(request, NAMES).body
     assert "system" not in body
     assert validate(body) is None
     (wire_tool,) = body["tools"]
     reply = parse_message(message(tool_use("toolu_9", wire_tool["name"], {})).message or {}, NAMES)
     assert reply.tool_calls[0].name == "calendar.lookup"
-
-
-def test_reasoning_from_another_provider_is_not_replayed() -> None:
-    mine = Reasoning("anthropic", {"type": "redacted_thinking", "data": "opaque"})
-    theirs = Reasoning("openai-responses", {"type": "reasoning", "id": "rs_1"})
-    reply = AssistantMessage("", (CALL,), reasoning=(theirs, mine))
-    turns = wire(
-        [UserMessage("q"), reply, ToolResult("toolu_1", "get_weather", "ok")], thinking=True
-    )
-    assert turns[1]["content"][0] == {"type": "redacted_thinking", "data": "opaque"}
-    assert kinds(turns[1]) == ["redacted_thinking", "tool_use"]
 
 
 def test_usage_counts_the_whole_prompt() -> None:
@@ -298,7 +295,7 @@ def test_any_history_is_sent_valid(history: list[Message]) -> None:
         ToolSpec(n, "", {"type": "object"}) for n in ("get_weather", "calendar.lookup", "bad name!")
     )
     names = ToolNames(spec.name for spec in specs)
-    body = build_request(ModelRequest("sys", tuple(history), specs), names, replay_reasoning=False)
+    body = build_request(ModelRequest("sys", tuple(history), specs), names).body
     assert validate(body) is None, json.dumps(body)[:2000]
 
 
@@ -324,8 +321,245 @@ def test_streamed_and_plain_replies_parse_the_same(order: list[str], stop: str) 
                 {"type": "thinking", "thinking": f"step {index}", "signature": f"sig{index}"}
             )
     reply = message(*blocks, stop_reason=stop).message or {}
-    assembler = StreamAssembler(NAMES)
+    origin = Origin(HERE.endpoint, HERE.model, "p")
+    assembler = StreamAssembler(NAMES, origin)
     for event in stream_events(reply):
         assembler.feed(event)
     assert assembler.finished
-    assert assembler.result() == parse_message(reply, NAMES)
+    streamed = assembler.result()
+    assert streamed == parse_message(reply, NAMES, origin)
+    assert streamed.native is not None
+    assert streamed.native.content == reply["content"]
+
+
+# -- own replies, the thinking fallback, cache marks ----------------------------------------
+
+HERE = Target("https://api.anthropic.com", "claude-fake", thinking=True)
+SPEC = ToolSpec("get_weather", "the weather", {"type": "object"})
+# A reply as the API sends it: empty thinking (display omitted), text blocks apart, redacted
+# thinking between them, and a whitespace-only text block the API would refuse back.
+RECEIVED = [
+    thinking("", "SIG=="),
+    text("Let me check."),
+    {"type": "redacted_thinking", "data": "opaque"},
+    text(" "),
+    text("Calling now."),
+    tool_use("toolu_1", "get_weather", {"city": "Paris"}),
+]
+
+
+def request(messages: list[Message], cache: Cache | None = None, system: str = "sys") -> Any:
+    return ModelRequest(system, tuple(messages), (SPEC,), cache)
+
+
+def answered(
+    history: list[Message], content: list[dict[str, Any]], target: Target = HERE
+) -> AssistantMessage:
+    """The reply the API makes to `history`, parsed as the adapter does."""
+    sent = build_request(request(history), NAMES, target)
+    data = message(*content).message or {}
+    return parse_message(data, NAMES, Origin(target.endpoint, target.model, sent.prefix))
+
+
+def loop_after(reply: AssistantMessage) -> list[Message]:
+    return [UserMessage("q"), reply, ToolResult("toolu_1", "get_weather", "sunny")]
+
+
+def sent(messages: list[Message], target: Target = HERE, system: str = "sys") -> WireRequest:
+    out = build_request(request(messages, system=system), NAMES, target)
+    on = target.thinking and not out.thinking_off
+    body = {**out.body, "thinking": {"type": "enabled" if on else "disabled"}}
+    assert validate(body) is None
+    return out
+
+
+def thinking_blocks(out: WireRequest) -> list[dict[str, Any]]:
+    turns = out.body["messages"]
+    return [
+        b for t in turns for b in t["content"] if b["type"] in ("thinking", "redacted_thinking")
+    ]
+
+
+def test_an_own_reply_goes_back_block_for_block() -> None:
+    """Thinking with its signature (empty text too), redacted thinking, every text block apart,
+    the call as received; only the whitespace-only block is left out."""
+    reply = answered([UserMessage("q")], RECEIVED)
+    assert reply.native is not None
+    assert reply.native.content == RECEIVED
+    out = sent(loop_after(reply))
+    assert out.body["messages"][1]["content"] == [b for b in RECEIVED if b != text(" ")]
+    assert out.thinking_off is False
+
+
+def test_reasoning_text_joins_the_thinking_and_leaves_out_redacted_blocks() -> None:
+    content = [thinking("first", "s1"), {"type": "redacted_thinking", "data": "x"}]
+    reply = answered([UserMessage("q")], [*content, thinking("second", "s2"), text("ok")])
+    assert reply.reasoning_text == "first\n\nsecond"
+    assert reply.text == "ok"
+
+
+def test_with_thinking_off_an_own_reply_goes_without_its_thinking() -> None:
+    target = Target(HERE.endpoint, HERE.model, thinking=False)
+    reply = answered([UserMessage("q")], RECEIVED, target)
+    out = sent(loop_after(reply), target)
+    assert kinds(out.body["messages"][1]) == ["text", "text", "tool_use"]
+
+
+def test_a_reply_from_another_model_or_endpoint_goes_as_canonical_parts() -> None:
+    """Its thinking never reaches the wire; with thinking on the loop falls back to none."""
+    for other in (
+        Target(HERE.endpoint, "claude-other", True),
+        Target("http://proxy", "claude-fake"),
+    ):
+        reply = answered([UserMessage("q")], RECEIVED, other)
+        out = sent(loop_after(reply))
+        assert out.body["messages"][1]["content"] == [
+            text("Let me check. Calling now."),
+            tool_use("toolu_1", "get_weather", {"city": "Paris"}),
+        ]
+        assert out.thinking_off is True
+        assert thinking_blocks(out) == []
+
+
+def test_a_changed_prefix_sends_the_reply_canonical_and_thinking_off() -> None:
+    """Other instructions, or a compaction summary before it: its thinking is bound to the old
+    prefix, so it goes as canonical parts and the tool loop goes on without thinking."""
+    reply = answered([UserMessage("q")], RECEIVED)
+    assert sent(loop_after(reply)).thinking_off is False
+    other_system = sent(loop_after(reply), system="other instructions")
+    summary = Summary("they asked about the weather", replaced=2)
+    after_summary = sent([UserMessage("q"), summary, *loop_after(reply)[1:]])
+    for out in (other_system, after_summary):
+        assert out.thinking_off is True
+        assert thinking_blocks(out) == []
+        assert kinds(out.body["messages"][-2]) == ["text", "tool_use"]
+
+
+def test_the_fallback_drops_thinking_everywhere_but_keeps_earlier_own_turns() -> None:
+    """An own reply earlier in the history goes without its thinking blocks, still unmerged."""
+    first = answered([UserMessage("q")], RECEIVED)
+    history: list[Message] = loop_after(first)
+    foreign = AssistantMessage("", (ToolCall("toolu_2", "get_weather", "{}"),))
+    history += [foreign, ToolResult("toolu_2", "get_weather", "rain")]
+    out = sent(history)
+    assert out.thinking_off is True
+    assert thinking_blocks(out) == []
+    assert kinds(out.body["messages"][1]) == ["text", "text", "tool_use"]
+
+
+def test_a_new_prompt_after_the_loop_has_thinking_on_again() -> None:
+    foreign = AssistantMessage("", (CALL,))
+    history = [*loop_after(foreign), AssistantMessage("sunny"), UserMessage("and tomorrow?")]
+    assert sent(history).thinking_off is False
+
+
+def test_a_reply_whose_ids_changed_goes_canonical() -> None:
+    reply = answered([UserMessage("q")], RECEIVED)
+    renamed = AssistantMessage(
+        reply.text, (ToolCall("toolu_1_2", "get_weather", "{}"),), native=reply.native
+    )
+    out = sent([UserMessage("q"), renamed, ToolResult("toolu_1_2", "get_weather", "ok")])
+    assert out.thinking_off is True
+    assert kinds(out.body["messages"][1]) == ["text", "tool_use"]
+
+
+def test_a_reply_made_after_the_fallback_keeps_the_loop_without_thinking() -> None:
+    foreign = AssistantMessage("", (CALL,))
+    history = loop_after(foreign)
+    made = build_request(request(history), NAMES, HERE)
+    assert made.thinking_off
+    data = message(tool_use("toolu_2", "get_weather", {})).message or {}
+    reply = parse_message(data, NAMES, Origin(HERE.endpoint, HERE.model, made.prefix))
+    out = sent([*history, reply, ToolResult("toolu_2", "get_weather", "ok")])
+    assert out.thinking_off is True
+    assert out.body["messages"][3]["content"] == [tool_use("toolu_2", "get_weather", {})]
+
+
+MARK = {"type": "ephemeral"}
+
+
+def marks(body: dict[str, Any]) -> list[str]:
+    """Where the cache marks are: "system", "tool:NAME" or "turn:INDEX"."""
+    found = [f"tool:{t['name']}" for t in body.get("tools", ()) if "cache_control" in t]
+    system = body.get("system")
+    if isinstance(system, list) and any("cache_control" in b for b in system):
+        found.append("system")
+    for index, turn in enumerate(body["messages"]):
+        for position, block in enumerate(turn["content"]):
+            if "cache_control" in block:
+                assert position == len(turn["content"]) - 1, "only a turn's last block"
+                found.append(f"turn:{index}")
+    return found
+
+
+def test_default_marks_are_the_system_block_and_the_last_message() -> None:
+    history = loop_after(AssistantMessage("", (CALL,)))
+    body = build_request(request(history, Cache()), NAMES).body
+    assert body["system"] == [{"type": "text", "text": "sys", "cache_control": MARK}]
+    assert marks(body) == ["system", "turn:2"]
+    assert validate(body) is None
+
+
+def test_without_instructions_the_last_tool_takes_the_prefix_mark() -> None:
+    body = build_request(request([UserMessage("q")], Cache(), system=""), NAMES).body
+    assert "system" not in body
+    assert marks(body) == ["tool:get_weather", "turn:0"]
+    bare = build_request(ModelRequest(None, (UserMessage("q"),), (), Cache()), NAMES).body
+    assert marks(bare) == ["turn:0"]
+
+
+def test_more_user_turns_and_one_hour_marks() -> None:
+    history = [*loop_after(AssistantMessage("", (CALL,))), AssistantMessage("ok"), UserMessage("n")]
+    body = build_request(request(history, Cache(prefix="1h", messages=2)), NAMES).body
+    assert marks(body) == ["system", "turn:2", "turn:4"]
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert body["messages"][4]["content"][-1]["cache_control"] == MARK
+    assert validate(body) is None
+
+
+def test_no_cache_sends_no_marks_and_the_system_prompt_as_text() -> None:
+    body = build_request(request([UserMessage("q")], None), NAMES).body
+    assert body["system"] == "sys"
+    assert marks(body) == []
+    off = build_request(request([UserMessage("q")], Cache(prefix=False, messages=0)), NAMES).body
+    assert off["system"] == "sys"
+    assert marks(off) == []
+
+
+def test_marks_never_change_the_prefix_an_own_reply_is_bound_to() -> None:
+    """Request N+1 with marks moved to the newest turn still sends request N's reply as is."""
+    first = ModelRequest("sys", (UserMessage("q"),), (SPEC,), Cache())
+    made = build_request(first, NAMES, HERE)
+    data = message(*RECEIVED).message or {}
+    reply = parse_message(data, NAMES, Origin(HERE.endpoint, HERE.model, made.prefix))
+    later = build_request(request(loop_after(reply), Cache()), NAMES, HERE)
+    assert later.thinking_off is False
+    assert kinds(later.body["messages"][1])[0] == "thinking"
+    assert marks(later.body) == ["system", "turn:2"]
+
+
+CACHES = st.builds(
+    Cache,
+    prefix=st.sampled_from([True, False, "1h"]),
+    messages=st.integers(0, 3),
+    ttl=st.sampled_from(["5m", "1h"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories(), CACHES, st.sampled_from(["sys", ""]))
+def test_any_history_with_any_cache_is_sent_valid(
+    history: list[Message], cache: Cache, system: str
+) -> None:
+    """Every `Cache` that can be made gives at most four breakpoints, none 1h after 5m."""
+    body = build_request(request(history, cache, system), NAMES).body
+    assert validate(body) is None, json.dumps(body)[:2000]
+
+
+def test_native_is_kept_whole_through_the_log_format() -> None:
+    reply = answered([UserMessage("q")], RECEIVED)
+    again = AssistantMessage.from_dict(json.loads(json.dumps(reply.to_dict())))
+    assert again == reply
+    assert isinstance(again.native, Native)
+    assert reply.native is not None
+    assert again.native.prefix == reply.native.prefix

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
-from openai_fake_server import FakeOpenAI
 
-from steadyloop.models.openai_chat import OpenAIModel
+from provider_openai.openai_fake_server import FakeOpenAI
+from steadyloop.models.openai_base import OpenAIModel
 
 
 @pytest.fixture

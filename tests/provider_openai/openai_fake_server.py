@@ -10,7 +10,19 @@ services enforce, answering a violation with the provider's real 400 body (texts
 with no following item), the 401 for a wrong key and `context_length_exceeded` over a size limit.
 Content parts of a prompt are checked against the documented shapes: Chat `text`, `image_url`
 (user messages only, a URL or an image data URL) and `file`; Responses `input_text`,
-`input_image` (with its required `detail`) and `input_file`.
+`input_image` (with its required `detail`) and `input_file`, and `output_text`/`refusal` parts
+in a replayed assistant message.
+
+Reasoning, as the providers refuse a history that drops it: a Responses reply to a model that
+may reason carries a reasoning item (encrypted only when the request asked for it); an id-only
+reasoning item under `store: false` is the 404 `Item with id 'rs_…' not found. Items are not
+persisted when store is set to false.`, encrypted content this server did not issue for that
+model is refused, and asking a non-reasoning model (gpt-4*, gpt-3.5*, chatgpt-*, gpt-5-chat*)
+for it is `400 Encrypted content is not supported with this model.` A `Dialect` makes the Chat
+endpoint behave like a compatible server, per test: DeepSeek's `reasoning_content` (or Ollama's
+`reasoning`) that must come back, Gemini 3's thought signatures on the first call of each reply,
+Mistral's 9-character ids. An id this server made goes back whatever its length; OpenAI's
+40-character limit applies to the others.
 """
 
 from __future__ import annotations
@@ -21,7 +33,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -34,12 +46,35 @@ Arguments = str | dict[str, Any]  # an object: what some compatible servers send
 
 @dataclass(frozen=True)
 class Reply:
-    """A model reply, rendered as JSON or SSE for whichever API and mode was asked."""
+    """A model reply, rendered as JSON or SSE for whichever API and mode was asked.
+
+    `reasoning` is the model's readable reasoning: a reasoning item's summary on Responses (for
+    a model that may reason), the dialect's reasoning field on Chat. `serial` is set by the
+    server: the number of the request it answers, which names its reasoning item.
+    """
 
     text: str = ""
     calls: Sequence[tuple[str, str, Arguments]] = ()  # (id, wire name, arguments)
     finish: str | None = None  # Chat finish_reason; "length" also marks Responses incomplete
     usage: tuple[int, int] | None = (20, 5)  # None: sent without usage, as some servers do
+    reasoning: str = ""
+    serial: int = 0
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What a compatible server adds to OpenAI's Chat Completions rules.
+
+    `reasoning_key`: replies carry their reasoning under this key ("reasoning_content" as
+    DeepSeek, Kimi and GLM do, "reasoning" as Ollama does) and it must come back on each of
+    them that made calls. `thought_signatures`: as Gemini 3, the first call of each reply has
+    `extra_content.google.thought_signature`, which every reply of the current turn must send
+    back unchanged. `nine_char_ids`: as Mistral, every call id is 9 letters and digits.
+    """
+
+    reasoning_key: str | None = None
+    thought_signatures: bool = False
+    nine_char_ids: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,12 +165,21 @@ def rate_limit_body() -> dict[str, Any]:
 class FakeOpenAI:
     """The server. Use as a context manager; `base_url` is what the SDK needs."""
 
-    def __init__(self, *, api_key: str = "sk-test", max_input_chars: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str = "sk-test",
+        max_input_chars: int | None = None,
+        dialect: Dialect = Dialect(),
+    ) -> None:
         self.api_key = api_key
         self.max_input_chars = max_input_chars
+        self.dialect = dialect
         self.script: list[Scripted] = []
         self.requests: list[dict[str, Any]] = []  # every body received, in order
         self.rejected: list[str] = []  # the messages of history-rule rejections
+        self.issued_calls: dict[str, Reply] = {}  # call id -> the reply that made it (Chat)
+        self.issued_reasoning: dict[str, str | None] = {}  # rs id -> its encrypted content
         self._lock = threading.Lock()
         self.closing = threading.Event()  # ends stalls and drips when the test is over
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -166,14 +210,136 @@ class FakeOpenAI:
             self.requests.append(dict(body))
             if auth != f"Bearer {self.api_key}":
                 return _invalid_key(auth)
-            check = _check_chat if path.endswith("/chat/completions") else _check_responses
-            problem = check(body, self.max_input_chars)
+            chat = path.endswith("/chat/completions")
+            check = self._check_chat if chat else self._check_responses
+            problem = check(body)
             if problem is not None:
                 self.rejected.append(json.dumps(problem.body))
                 return problem
             if not self.script:
                 return Fail(500, {"error": {"message": "no scripted reply left"}})
-            return self.script.pop(0)
+            item = self.script.pop(0)
+            if isinstance(item, Reply):
+                item = replace(item, serial=len(self.requests))
+                self._issue(item, body, chat)
+            return item
+
+    def _issue(self, reply: Reply, body: Mapping[str, Any], chat: bool) -> None:
+        """Remembers what a reply hands out that must come back: its call ids (and with them
+        its reasoning and signature), its reasoning item and encrypted content."""
+        if chat:
+            self.issued_calls.update((call[0], reply) for call in reply.calls)
+            return
+        model = str(body.get("model"))
+        if reply.reasoning and may_reason(model):
+            self.issued_reasoning[_reasoning_id(reply)] = _encrypted(reply, body)
+
+    def _check_chat(self, body: Mapping[str, Any]) -> Fail | None:
+        problem = _check_chat(body, self.max_input_chars, set(self.issued_calls))
+        return problem or self._check_dialect(body.get("messages") or [])
+
+    def _check_dialect(self, messages: Sequence[Mapping[str, Any]]) -> Fail | None:
+        dialect = self.dialect
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        turn_start = users[-1] if users else 0
+        for i, message in enumerate(messages):
+            ids = [m.get("tool_call_id") for m in [message] if m.get("role") == "tool"]
+            calls = message.get("tool_calls") or [] if message.get("role") == "assistant" else []
+            ids += [call.get("id") for call in calls]
+            if dialect.nine_char_ids:
+                for call_id in ids:
+                    if not _NINE.match(str(call_id)):
+                        return _bad(
+                            f"Tool call id was {call_id} but must be a-z, A-Z, 0-9, with a "
+                            "length of 9."
+                        )
+            if not calls:
+                continue
+            made = self.issued_calls.get(calls[0].get("id"))
+            key = dialect.reasoning_key
+            if key and made is not None and made.reasoning and message.get(key) != made.reasoning:
+                return _bad(
+                    f"The {key} in the thinking mode must be passed back to the API.",
+                    None,
+                    f"messages[{i}].{key}",
+                )
+            if dialect.thought_signatures and i > turn_start:
+                sent = ((calls[0].get("extra_content") or {}).get("google") or {}).get(
+                    "thought_signature"
+                )
+                if sent is None or (made is not None and sent != _signature(calls[0]["id"])):
+                    name = calls[0]["function"]["name"]
+                    return _bad(
+                        "Function call is missing a thought_signature in functionCall parts. "
+                        "This is required for tools to work correctly, and missing "
+                        "thought_signature may lead to degraded model performance. Additional "
+                        f"data, function call `default_api:{name}` , position {i + 1}. Please "
+                        "refer to https://ai.google.dev/gemini-api/docs/thought-signatures for "
+                        "more details.",
+                        None,
+                        None,
+                    )
+        return None
+
+    def _check_responses(self, body: Mapping[str, Any]) -> Fail | None:
+        include = body.get("include") or []
+        if "reasoning.encrypted_content" in include and not may_reason(str(body.get("model"))):
+            return _bad("Encrypted content is not supported with this model.", None, "include")
+        problem = _check_responses(body, self.max_input_chars)
+        if problem is not None:
+            return problem
+        for item in body.get("input") or ():
+            if item.get("type") != "reasoning":
+                continue
+            item_id = str(item.get("id"))
+            encrypted = item.get("encrypted_content")
+            if encrypted is None and body.get("store") is False:
+                return Fail(
+                    404,
+                    error_body(
+                        f"Item with id '{item_id}' not found. Items are not persisted when "
+                        "`store` is set to false. Try again with `store` set to true, or "
+                        "remove this item from your input.",
+                        None,
+                        "input",
+                    ),
+                )
+            if encrypted is not None and (
+                encrypted != self.issued_reasoning.get(item_id)
+                or not encrypted.startswith(f"enc.{body.get('model')}.")
+            ):
+                return _bad(
+                    f"The encrypted content for item {item_id} could not be verified. Reason: "
+                    "Encrypted content could not be decrypted or parsed.",
+                    "invalid_encrypted_content",
+                    None,
+                )
+        return None
+
+
+# Model families that do not reason (and refuse `include: ["reasoning.encrypted_content"]`).
+_NON_REASONING = ("gpt-4", "gpt-3.5", "chatgpt-", "gpt-5-chat")
+_NINE = re.compile(r"^[a-zA-Z0-9]{9}$")
+
+
+def may_reason(model: str) -> bool:
+    return not model.lower().startswith(_NON_REASONING)
+
+
+def _reasoning_id(reply: Reply) -> str:
+    return f"rs_{reply.serial:04d}"
+
+
+def _encrypted(reply: Reply, body: Mapping[str, Any]) -> str | None:
+    """The encrypted content of a reply's reasoning, bound to the model; None when the request
+    did not ask for it."""
+    if "reasoning.encrypted_content" not in (body.get("include") or ()):
+        return None
+    return f"enc.{body.get('model')}.{reply.serial}"
+
+
+def _signature(call_id: str) -> str:
+    return f"sig-{call_id}"
 
 
 def _invalid_key(auth: str) -> Fail:
@@ -245,7 +411,7 @@ def _check_tools(body: Mapping[str, Any], chat: bool) -> Fail | None:
     return None
 
 
-def _check_chat(body: Mapping[str, Any], limit: int | None) -> Fail | None:
+def _check_chat(body: Mapping[str, Any], limit: int | None, issued: set[str]) -> Fail | None:
     problem = _check_tools(body, chat=True)
     if problem is not None:
         return problem
@@ -273,7 +439,7 @@ def _check_chat(body: Mapping[str, Any], limit: int | None) -> Fail | None:
             return _unanswered(pending, i)
         answerable = set()
         if role == "assistant" and "tool_calls" in message:
-            problem = _check_calls(message, i)
+            problem = _check_calls(message, i, issued)
             if problem is not None:
                 return problem
             pending = [c["id"] for c in message["tool_calls"]]
@@ -322,6 +488,11 @@ def _check_input_parts(item: Mapping[str, Any], n: int) -> Fail | None:
             return _bad(f"Missing required parameter: '{where}.detail'.", None, f"{where}.detail")
         if kind == "input_text" and isinstance(part.get("text"), str):
             continue
+        assistant = item.get("role") == "assistant"
+        if assistant and kind == "output_text" and isinstance(part.get("text"), str):
+            continue
+        if assistant and kind == "refusal" and isinstance(part.get("refusal"), str):
+            continue
         if kind == "input_image" and _IMAGE_URL.match(str(part.get("image_url"))):
             continue
         if (
@@ -334,7 +505,7 @@ def _check_input_parts(item: Mapping[str, Any], n: int) -> Fail | None:
     return None
 
 
-def _check_calls(message: Mapping[str, Any], i: int) -> Fail | None:
+def _check_calls(message: Mapping[str, Any], i: int, issued: set[str]) -> Fail | None:
     calls = message["tool_calls"]
     if calls == []:
         return _bad(
@@ -360,7 +531,7 @@ def _check_calls(message: Mapping[str, Any], i: int) -> Fail | None:
             },
         )
     for j, call in enumerate(calls):
-        if len(call["id"]) > 40:
+        if len(call["id"]) > 40 and call["id"] not in issued:
             return _bad(
                 f"Invalid 'messages[{i}].tool_calls[{j}].id': string too long. Expected a string "
                 f"with maximum length 40, but got a string with length {len(call['id'])} "
@@ -462,12 +633,13 @@ def _check_item(
 # -- rendering ----------------------------------------------------------------------------------
 
 
-def _chat_json(reply: Reply, model: str) -> dict[str, Any]:
+def _chat_json(reply: Reply, model: str, dialect: Dialect = Dialect()) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if dialect.reasoning_key and reply.reasoning:
+        message[dialect.reasoning_key] = reply.reasoning
     if reply.calls:
         message["tool_calls"] = [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-            for i, n, a in reply.calls
+            _chat_call(index, call, dialect) for index, call in enumerate(reply.calls)
         ]
     finish = reply.finish or ("tool_calls" if reply.calls else "stop")
     return {
@@ -478,6 +650,19 @@ def _chat_json(reply: Reply, model: str) -> dict[str, Any]:
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": _chat_usage(reply),
     }
+
+
+def _chat_call(index: int, call: tuple[str, str, Arguments], dialect: Dialect) -> dict[str, Any]:
+    """A call as a whole message carries it, Gemini's signature on the first one."""
+    call_id, name, args = call
+    out: dict[str, Any] = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": args},
+    }
+    if dialect.thought_signatures and index == 0:  # only the first of a parallel set
+        out["extra_content"] = {"google": {"thought_signature": _signature(call_id)}}
+    return out
 
 
 def _chat_usage(reply: Reply) -> dict[str, Any] | None:
@@ -501,14 +686,18 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\S+\s*|\s+", text)
 
 
-def _chat_chunks(reply: Reply) -> Iterator[dict[str, Any]]:
+def _chat_chunks(reply: Reply, dialect: Dialect = Dialect()) -> Iterator[dict[str, Any]]:
     yield _chunk({"role": "assistant", "content": ""})
+    if dialect.reasoning_key:
+        for word in _words(reply.reasoning):
+            yield _chunk({dialect.reasoning_key: word})
     for word in _words(reply.text):
         yield _chunk({"content": word})
-    for index, (call_id, name, args) in enumerate(reply.calls):
-        head = {"index": index, "id": call_id, "type": "function"}
-        yield _chunk({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
-        for piece in _pieces(args):
+    for index, call in enumerate(reply.calls):
+        head = {"index": index, **_chat_call(index, call, dialect)}
+        head["function"] = {"name": call[1], "arguments": ""}
+        yield _chunk({"tool_calls": [head]})
+        for piece in _pieces(call[2]):
             yield _chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield _chunk({}, reply.finish or ("tool_calls" if reply.calls else "stop"))
     if reply.usage is None:  # a server that ignores stream_options.include_usage
@@ -529,8 +718,12 @@ def _pieces(args: Arguments) -> list[Arguments]:
     return [args[:half], args[half:]]
 
 
-def _response_json(reply: Reply, model: str) -> dict[str, Any]:
+def _response_json(
+    reply: Reply, model: str, body: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
+    if reply.reasoning and may_reason(model):
+        output.append(_reasoning_item(reply, body or {}))
     if reply.text:
         output.append(_message_item(reply.text))
     output.extend(_call_item(n, call) for n, call in enumerate(reply.calls))
@@ -558,6 +751,16 @@ def _response_usage(reply: Reply) -> dict[str, Any] | None:
     }
 
 
+def _reasoning_item(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "reasoning",
+        "id": _reasoning_id(reply),
+        "summary": [{"type": "summary_text", "text": reply.reasoning}],
+        "encrypted_content": _encrypted(reply, body),
+        "status": None,
+    }
+
+
 def _message_item(text: str) -> dict[str, Any]:
     return {
         "type": "message",
@@ -580,21 +783,28 @@ def _call_item(n: int, call: tuple[str, str, Arguments]) -> dict[str, Any]:
     }
 
 
-def _response_events(reply: Reply, model: str) -> Iterator[dict[str, Any]]:
-    final = _response_json(reply, model)
+def _response_events(
+    reply: Reply, model: str, body: Mapping[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    final = _response_json(reply, model, body)
     yield {"type": "response.created", "response": {**final, "status": "in_progress", "output": []}}
     position = 0
+    if reply.reasoning and may_reason(model):
+        item = _reasoning_item(reply, body or {})
+        yield {"type": "response.output_item.added", "output_index": 0, "item": item}
+        yield {"type": "response.output_item.done", "output_index": 0, "item": item}
+        position = 1
     if reply.text:
         item = _message_item(reply.text)
         yield {
             "type": "response.output_item.added",
-            "output_index": 0,
+            "output_index": position,
             "item": {**item, "content": []},
         }
         for word in _words(reply.text):
-            yield {"type": "response.output_text.delta", "output_index": 0, "delta": word}
-        yield {"type": "response.output_item.done", "output_index": 0, "item": item}
-        position = 1
+            yield {"type": "response.output_text.delta", "output_index": position, "delta": word}
+        yield {"type": "response.output_item.done", "output_index": position, "item": item}
+        position += 1
     for n, call in enumerate(reply.calls):
         item = _call_item(n, call)
         index = position + n
@@ -658,11 +868,15 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             elif isinstance(item, StreamError):
                 self._stream_error(item, chat)
             elif not body.get("stream"):
-                self._send(200, _chat_json(item, model) if chat else _response_json(item, model))
+                dialect = server.dialect
+                reply = (
+                    _chat_json(item, model, dialect) if chat else _response_json(item, model, body)
+                )
+                self._send(200, reply)
             elif chat:
-                self._sse([*_chat_chunks(item)], done=True)
+                self._sse([*_chat_chunks(item, server.dialect)], done=True)
             else:
-                self._sse([*_response_events(item, model)], done=False)
+                self._sse([*_response_events(item, model, body)], done=False)
 
         def _send(
             self, status: int, body: Mapping[str, Any], headers: Mapping[str, str] = {}

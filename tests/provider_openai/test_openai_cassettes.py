@@ -17,15 +17,22 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from openai_cassettes import CASSETTES, Interaction, load
-from openai_replay import HINT, parse_chat, parse_responses, tool_names
 
+from provider_openai.openai_cassettes import CASSETTES, Interaction, load
+from provider_openai.openai_replay import (
+    CHAT,
+    HINT,
+    RESPONSES,
+    parse_chat,
+    parse_responses,
+    tool_names,
+)
 from steadyloop.errors import ConfigError, ContextWindowExceeded, ModelError, SteadyloopError
 from steadyloop.events import TextDelta, ToolCallDelta
 from steadyloop.messages import AssistantMessage, Message, ToolResult, UserMessage
 from steadyloop.models.base import ModelRequest
+from steadyloop.models.openai_base import Origin, error_from_body
 from steadyloop.models.openai_chat import CHAT_IDS, ChatStreamParser, chat_messages
-from steadyloop.models.openai_errors import error_from_body
 from steadyloop.models.openai_responses import ResponsesStreamParser, responses_input
 from steadyloop.models.wire import ToolNames
 
@@ -675,18 +682,23 @@ CHAT_CONVERSATIONS = [
 
 @pytest.mark.parametrize("path", CHAT_CONVERSATIONS)
 def test_chat_history_serialises_like_the_recorded_follow_up(path: str) -> None:
-    """Calls and results paired by id (F04), ids rewritten only when invalid (F23, F24),
-    `content: ""` beside tool calls (F42), no empty `tool_calls` (F21)."""
+    """Calls and results paired by id (F04), the endpoint's own ids kept as it made them and
+    only an empty one replaced (F23), `content: ""` beside tool calls (F42), no empty
+    `tool_calls` (F21)."""
     for history, recorded in replay_history(load(path), parse_chat, _chat_results):
         request = ModelRequest(None, tuple(history), ())
-        sent = chat_messages(request, ToolNames(()))
+        sent = chat_messages(request, ToolNames(()), origin=CHAT)
         assert chat_shape(sent) == chat_shape(recorded["messages"])
+        made = [c.id for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls]
+        wire = [c["id"] for m in sent for c in m.get("tool_calls", ())]
+        assert len(wire) == len(made)
+        for original, call_id in zip(made, wire, strict=True):
+            assert call_id == original or (original == "" and CHAT_IDS.accepts(call_id))
         for message in sent:
             if message["role"] == "assistant":
                 assert message["content"] is not None
                 assert message.get("tool_calls", [None]) != []
                 for call in message.get("tool_calls", ()):
-                    assert CHAT_IDS.accepts(call["id"])
                     json.loads(call["function"]["arguments"])
 
 
@@ -700,13 +712,36 @@ def test_empty_call_id_is_replaced_consistently_in_call_and_result() -> None:
         reply,
         ToolResult("", "get_current_time", "Noon"),
     )
-    sent = chat_messages(ModelRequest(None, history, ()), ToolNames(()))
+    sent = chat_messages(ModelRequest(None, history, ()), ToolNames(()), origin=CHAT)
     call_id = sent[1]["tool_calls"][0]["id"]
     assert call_id
     assert CHAT_IDS.accepts(call_id)
     assert sent[2] == {"role": "tool", "tool_call_id": call_id, "content": "Noon"}
-    again = chat_messages(ModelRequest(None, history, ()), ToolNames(()))
+    again = chat_messages(ModelRequest(None, history, ()), ToolNames(()), origin=CHAT)
     assert again == sent  # deterministic
+
+
+def test_gemini_thought_signature_goes_back_where_it_came_and_only_there() -> None:
+    """Gemini's reply carried its thought signature in the message's `extra_content`: the
+    follow-up to the same endpoint and model sends it back unchanged (the recording's library
+    rebuilt the turn without it); to another model the reply goes as text and calls only."""
+    path = "pydantic-ai/test_openai/test_compatible_api_with_tool_calls_without_id.yaml"
+    recordings = load(path)
+    reply = parse_chat(recordings[0])
+    received = recordings[0].json()["choices"][0]["message"]["extra_content"]
+    assert reply.native is not None
+    assert reply.native.content["extra_content"] == received
+    history = (
+        UserMessage("What is the current time?"),
+        reply,
+        ToolResult("", "get_current_time", "Noon"),
+    )
+    request = ModelRequest(None, history, ())
+    sent = chat_messages(request, ToolNames(()), origin=CHAT)
+    assert sent[1]["extra_content"] == received
+    assert "extra_content" not in recordings[1].request["messages"][1]
+    another = Origin(CHAT.api, CHAT.endpoint, "gemini-3-pro")
+    assert "extra_content" not in chat_messages(request, ToolNames(()), origin=another)[1]
 
 
 RESPONSES_CONVERSATIONS = [
@@ -739,7 +774,9 @@ def responses_shape(items: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]
 def test_responses_history_serialises_like_the_recorded_follow_up(path: str) -> None:
     """Every function_call has its function_call_output by call_id, in order (F06)."""
     for history, recorded in replay_history(load(path), parse_responses, _responses_results):
-        sent = responses_input(ModelRequest(None, tuple(history), ()), ToolNames(()))
+        sent = responses_input(
+            ModelRequest(None, tuple(history), ()), ToolNames(()), origin=RESPONSES
+        )
         assert responses_shape(sent) == responses_shape(recorded["input"])
         assert all("id" not in item for item in sent if item.get("type") != "reasoning")
 
@@ -752,7 +789,9 @@ def test_reasoning_items_replay_exactly_as_openai_accepted_them() -> None:
         "test_responses_interleaved_reasoning_between_tool_calls.yaml"
     )
     for history, recorded in replay_history(load(path), parse_responses, _responses_results):
-        sent = responses_input(ModelRequest(None, tuple(history), ()), ToolNames(()))
+        sent = responses_input(
+            ModelRequest(None, tuple(history), ()), ToolNames(()), origin=RESPONSES
+        )
         assert _parsed_arguments(sent) == _parsed_arguments(recorded["input"])
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-from openai_fake_server import FakeOpenAI, Reply
 
+from provider_openai.openai_fake_server import FakeOpenAI, Reply
 from steadyloop import Agent, ConfigError
 from steadyloop.models import resolve_model
 from steadyloop.models.ollama import ollama_base_url

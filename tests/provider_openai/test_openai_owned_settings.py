@@ -5,8 +5,8 @@ is made, whether from `settings=` or the command line's `--set`, and nothing is 
 from __future__ import annotations
 
 import pytest
-from openai_fake_server import FakeOpenAI
 
+from provider_openai.openai_fake_server import FakeOpenAI
 from steadyloop import ConfigError
 from steadyloop.cli import main
 from steadyloop.models import resolve_model

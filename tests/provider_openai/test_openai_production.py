@@ -4,16 +4,15 @@ the providers' history rules."""
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_fake_server import FakeOpenAI, Reply
 from pydantic import BaseModel, TypeAdapter
 
+from provider_openai.openai_fake_server import FakeOpenAI, Reply
 from steadyloop import (
     Agent,
     Approve,
@@ -29,11 +28,13 @@ from steadyloop import (
 from steadyloop.approvals import Decision
 from steadyloop.messages import user_message
 from steadyloop.models.base import ModelRequest
-from steadyloop.models.openai_chat import OpenAIModel, chat_messages
+from steadyloop.models.openai_base import OpenAIModel
+from steadyloop.models.openai_chat import chat_messages
 from steadyloop.models.openai_responses import responses_input
 from steadyloop.models.wire import ToolNames
 from steadyloop.retry import Backoff
 from steadyloop.store import RunStore
+from support.samples import PDF, PNG
 
 MakeModel = Callable[..., OpenAIModel]  # the `make_model` fixture (conftest.py)
 
@@ -153,11 +154,6 @@ async def test_histories_after_pause_deny_edit_and_resume_pass_the_wire_rules(
 
 
 # -- images and documents in the prompt ----------------------------------------------------
-
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-)
-PDF = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n"
 
 
 def prompt_parts(tmp_path: Path) -> list[str | Image | Document]:

@@ -7,16 +7,20 @@ error that quotes it; a password in the base URL is shown as `***`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import openai
 import pytest
-from openai_fake_server import Fail, FakeOpenAI, Reply, error_body
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from secret_places import (
+
+from provider_openai.openai_fake_server import Fail, FakeOpenAI, Reply, error_body
+from steadyloop import Agent, ConfigError, ModelError
+from steadyloop.cli import main
+from steadyloop.models.openai_chat import OpenAIChatModel
+from steadyloop.models.openai_responses import OpenAIResponsesModel
+from steadyloop.retry import Backoff
+from support.secret_places import (
     cli_run,
     closed_port,
     failure_places,
@@ -24,12 +28,6 @@ from secret_places import (
     logged_places,
     span_places,
 )
-
-from steadyloop import Agent, ConfigError, ModelError
-from steadyloop.cli import main
-from steadyloop.models.openai_chat import OpenAIChatModel
-from steadyloop.models.openai_responses import OpenAIResponsesModel
-from steadyloop.retry import Backoff
 
 KEY = "sk-proj-Q3cR7tK9wZ2mV5xL8nB4"
 PASSWORD = "pr0xyT0ken-7Hs2Kq"
@@ -43,22 +41,6 @@ def environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STEADYLOOP_HOME", str(tmp_path / "home"))
     for name in ("STEADYLOOP_MODEL", "OTEL_EXPORTER_OTLP_ENDPOINT", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    """Spans of the real OpenTelemetry SDK, kept in memory."""
-    exporter = InMemorySpanExporter()
-    yield exporter
-    exporter.shutdown()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield tracer_provider
-    tracer_provider.shutdown()
 
 
 @pytest.mark.parametrize("spec", SPECS)

@@ -6,9 +6,9 @@ import json
 import socket
 
 import pytest
-from conftest import MakeModel
-from openai_fake_server import FakeOpenAI, Reply
 
+from provider_openai.conftest import MakeModel
+from provider_openai.openai_fake_server import FakeOpenAI, Reply
 from steadyloop import Agent, ModelError, tool
 from steadyloop.cli import main
 from steadyloop.events import ModelRequestStarted

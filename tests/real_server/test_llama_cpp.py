@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llama_server import BUILD_COMMAND, LlamaServer, find_python, start
 
+from real_server.llama_server import BUILD_COMMAND, LlamaServer, find_python, start
 from steadyloop import (
     Agent,
     AssistantMessage,

@@ -30,8 +30,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from kill_sweep import in_child, logged
-
+from run_log.kill_sweep import in_child, logged
 from steadyloop import Agent, Approve, AssistantMessage, Message, ToolCall, ToolResult, tool
 from steadyloop.store import RunStore
 from steadyloop.testing import FunctionModel

@@ -5,18 +5,15 @@ result lost, every transcript valid (see approval_kills.py for the rounds)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from support.processes import run_script
 
 SCRIPT = Path(__file__).resolve().parent / "approval_kills.py"
 
 
 def test_killed_approval_runs_lose_nothing_and_repeat_nothing(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(tmp_path), "16", "20261201"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = run_script(SCRIPT, str(tmp_path), "16", "20261201")
     assert done.returncode == 0, done.stderr
     rounds = json.loads(done.stdout)
     assert sum(r["killed"] for r in rounds) >= 16

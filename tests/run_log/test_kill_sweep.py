@@ -4,18 +4,15 @@ twice, no finished result lost, every transcript valid (see kill_sweep.py for th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from support.processes import run_script
 
 SWEEP = Path(__file__).resolve().parent / "kill_sweep.py"
 
 
 def test_random_kills_lose_nothing_and_repeat_nothing(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(SWEEP), str(tmp_path), "100", "20261130"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = run_script(SWEEP, str(tmp_path), "100", "20261130")
     assert done.returncode == 0, done.stderr
     rounds = json.loads(done.stdout)
     logged = [r for r in rounds if not r["before_start"]]

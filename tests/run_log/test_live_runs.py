@@ -8,8 +8,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from run_log_helpers import calls, finish, start_run, wait_for
 
+from run_log.run_log_helpers import calls, finish, start_run, wait_for
 from steadyloop import Agent, ConfigError
 from steadyloop.store import RunStore
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from run_log_helpers import calls, finish, start_run
-
+from run_log.run_log_helpers import calls, finish, start_run
 from steadyloop import AssistantMessage, ToolResult
 from steadyloop.store import RunStore
 

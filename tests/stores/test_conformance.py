@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 
 import pytest
 
 from steadyloop import Agent, AssistantMessage, ConfigError, ToolCall, ToolResult, tool
 from steadyloop.store import RunLog, open_store
 from steadyloop.testing import ScriptedModel
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[RunLog]:
-    log = open_store(store_url)
-    yield log
-    log.close()
 
 
 @tool

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_helpers import new_database
 
 from steadyloop import Agent, AssistantMessage, RunLogError, ToolCall, ToolResult, tool
 from steadyloop.store import open_store
 from steadyloop.testing import ScriptedModel
+from support.postgres import new_database
 
 psycopg = pytest.importorskip("psycopg")
 

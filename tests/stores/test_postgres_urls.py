@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from store_helpers import new_database
 
 from steadyloop import ConfigError
 from steadyloop.store import open_store
+from support.postgres import new_database
 
 pytest.importorskip("psycopg")
 

@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from store_helpers import new_database
-
 from steadyloop import Agent, AssistantMessage, ToolCall, ToolResult, tool
 from steadyloop.store import open_store
 from steadyloop.testing import FunctionModel
+from support.postgres import new_database
 
 SCRIPTED_RUN = Path(__file__).resolve().parents[1] / "run_log" / "scripted_run.py"
 

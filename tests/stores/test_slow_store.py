@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import pytest
@@ -15,20 +15,13 @@ import pytest
 from steadyloop import Agent, AssistantMessage, Limits, ToolCall, tool
 from steadyloop.errors import ModelError
 from steadyloop.messages import Message
-from steadyloop.store import RunLog, open_store
+from steadyloop.store import RunLog
 from steadyloop.testing import FunctionModel, ScriptedModel
 from steadyloop.tools import ToolSpec
 
 TURNS = 40
 # At most this long another connection keeps the log locked (less once the other run is done).
 HOLD_SECONDS = 3.0
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[RunLog]:
-    log = open_store(store_url)
-    yield log
-    log.close()
 
 
 @tool

@@ -5,17 +5,17 @@ answers every request with one priced reply (plain JSON or SSE, as asked)."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+
+from support.http import Handler, LocalServer
 
 
 @dataclass(frozen=True)
@@ -27,22 +27,11 @@ class ReceivedSpan:
     service_name: str
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-
 @contextmanager
-def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+def serving(handler: type[Handler]) -> Iterator[str]:
     """Serves `handler` on a free port of 127.0.0.1 in a thread; yields the base URL."""
-    server = _Server(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with LocalServer(handler) as server:
+        yield server.url
 
 
 @contextmanager
@@ -50,20 +39,13 @@ def otlp_receiver() -> Iterator[tuple[str, list[ReceivedSpan]]]:
     """An OTLP/HTTP collector: yields its endpoint and the list the spans it gets go to."""
     received: list[ReceivedSpan] = []
 
-    class Receiver(BaseHTTPRequestHandler):
+    class Receiver(Handler):
         def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = self.read_body()
             if self.path == "/v1/traces":
                 received.extend(_spans(ExportTraceServiceRequest.FromString(body)))
             reply = ExportTraceServiceResponse().SerializeToString()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
+            self.send_body(200, reply, "application/x-protobuf")
 
     with serving(Receiver) as url:
         yield url, received
@@ -97,9 +79,9 @@ REPLY_USAGE = {"prompt_tokens": 12_000, "completion_tokens": 800, "total_tokens"
 def chat_completions() -> Iterator[str]:
     """A Chat Completions API that answers "hello" with `REPLY_USAGE`; yields its /v1 URL."""
 
-    class Chat(BaseHTTPRequestHandler):
+    class Chat(Handler):
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            body = self.read_json()
             base = {"id": "chatcmpl-local", "created": 0, "model": body["model"]}
             if body.get("stream"):
                 chunks = [
@@ -110,22 +92,12 @@ def chat_completions() -> Iterator[str]:
                      "usage": REPLY_USAGE},
                 ]  # fmt: skip
                 data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-                self._send(data.encode(), "text/event-stream")
+                self.send_body(200, data.encode(), "text/event-stream")
                 return
             reply = {**base, "object": "chat.completion", "usage": REPLY_USAGE, "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": "hello"},
                  "finish_reason": "stop"}]}  # fmt: skip
-            self._send(json.dumps(reply).encode(), "application/json")
-
-        def _send(self, data: bytes, content_type: str) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
+            self.send_json(200, reply)
 
     with serving(Chat) as url:
         yield url + "/v1"

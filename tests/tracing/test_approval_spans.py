@@ -5,10 +5,10 @@ from __future__ import annotations
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
-from span_checks import attributes, named
 
 from steadyloop import Agent, Approve, AssistantMessage, Deny, ToolCall, tool
 from steadyloop.testing import ScriptedModel
+from tracing.span_checks import attributes, named
 
 
 @tool(approve=True)

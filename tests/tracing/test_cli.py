@@ -11,12 +11,12 @@ from pathlib import Path
 
 import genai_prices
 import pytest
-from local_servers import REPLY_USAGE, chat_completions, otlp_receiver
 
 from steadyloop import Agent, AssistantMessage, Usage
 from steadyloop.cli import main
 from steadyloop.store import RunStore
 from steadyloop.testing import ScriptedModel
+from tracing.local_servers import REPLY_USAGE, chat_completions, otlp_receiver
 
 TOOLS = '''
 from steadyloop import tool

@@ -9,11 +9,11 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from span_checks import attributes, only
 
 import steadyloop
 from steadyloop import Agent, ConfigError
 from steadyloop.testing import ScriptedModel
+from tracing.span_checks import attributes, only
 
 
 def agent(*replies: str, tracer_provider: TracerProvider | None = None) -> Agent:

@@ -11,12 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from local_servers import REPLY_USAGE, chat_completions
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from span_checks import attributes, everything_recorded, named, only, parent_id, span_id
 
 from steadyloop import (
     Agent,
@@ -35,6 +33,8 @@ from steadyloop.models.openai_chat import OpenAIChatModel
 from steadyloop.retry import Backoff
 from steadyloop.testing import FunctionModel, ScriptedModel
 from steadyloop.tools import ToolSpec
+from tracing.local_servers import REPLY_USAGE, chat_completions
+from tracing.span_checks import attributes, everything_recorded, named, only, parent_id, span_id
 
 MODEL = "openai:gpt-4.1-mini"
 

@@ -9,10 +9,9 @@ import os
 import signal
 import sys
 
-from runlogs import call, reply
-
 from steadyloop import Agent, tool
 from steadyloop.testing import ScriptedModel
+from ui.runlogs import call, reply
 
 
 @tool

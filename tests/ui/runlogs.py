@@ -32,6 +32,7 @@ from steadyloop.messages import ToolResult, Usage
 from steadyloop.store import RunStore
 from steadyloop.testing import FunctionModel, ScriptedModel
 from steadyloop.tools import ToolSpec
+from support.processes import python_env
 
 PARALLEL_TOOLS = ("search_tickets", "fetch_order", "lookup_customer")
 KILLED_RUN = Path(__file__).with_name("killed_run.py")
@@ -163,7 +164,10 @@ def resumed_run(store: RunStore) -> str:
 def killed_and_resumed_run(store: RunStore) -> str:
     """A run whose process was killed in the middle of a tool call, resumed from the log: the
     call it was making is answered as interrupted."""
-    subprocess.run([sys.executable, str(KILLED_RUN), str(store.path)], check=False, timeout=60)
+    subprocess.run(
+        [sys.executable, str(KILLED_RUN), str(store.path)], env=python_env(), check=False,
+        timeout=60,
+    )  # fmt: skip
     run_id = store.runs(1)[0].id
     again = ScriptedModel([reply(text="The charge was interrupted.")], name="gpt-4.1-mini")
     asyncio.run(Agent(again, store=store).resume(run_id))

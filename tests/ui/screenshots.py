@@ -16,9 +16,14 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from conftest import CHROMIUM, start_viewer
 from playwright.sync_api import sync_playwright
-from runlogs import (
+
+from steadyloop import Agent, AssistantMessage, Message, tool
+from steadyloop.store import RunStore
+from steadyloop.testing import FunctionModel
+from steadyloop.tools import ToolSpec
+from support.viewer import CHROMIUM, start_viewer
+from ui.runlogs import (
     answered_run,
     call,
     failed_run,
@@ -27,11 +32,6 @@ from runlogs import (
     reply,
     resumed_run,
 )
-
-from steadyloop import Agent, AssistantMessage, Message, tool
-from steadyloop.store import RunStore
-from steadyloop.testing import FunctionModel
-from steadyloop.tools import ToolSpec
 
 
 def main(folder: Path) -> None:

@@ -12,21 +12,17 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from conftest import Viewer, fetch, off_the_loop, start_viewer
 from playwright.sync_api import Page, expect
-from runlogs import call, reply
 
 from steadyloop import Agent, Approve, Image, ToolResult, UserMessage, tool
 from steadyloop.events import MessageAdded, ModelRequestStarted, ToolCallFinished
 from steadyloop.store import RunStore
 from steadyloop.testing import ScriptedModel
+from support.samples import PNG
+from support.viewer import Viewer, fetch, off_the_loop, start_viewer
+from ui.runlogs import call, reply
 
 HOSTILE_IDS = ("tenant/42", "../../etc/passwd", "a/b", "<script>x</script>", "x/events", "50%")
-# A 1x1 PNG.
-PIXEL = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415478"
-    "9c63f8ffff3f0005fe02fe0def46b80000000049454e44ae426082"
-)
 
 
 @tool
@@ -50,7 +46,7 @@ def paused_run(store: RunStore, run_id: str = "pay-1") -> str:
         name="gpt-4.1-mini",
     )  # fmt: skip
     paused = Agent(model, tools=[send_email, wire_money], store=store).run_sync(
-        ["Pay Ana 1 EUR and tell her.", Image.from_bytes(PIXEL)], run_id=run_id
+        ["Pay Ana 1 EUR and tell her.", Image.from_bytes(PNG)], run_id=run_id
     )
     assert paused.stop_reason == "approval"
     return run_id
@@ -201,7 +197,7 @@ def test_no_path_reaches_a_file_outside_the_static_folder(
 def test_a_prompts_images_are_marked_on_its_user_entry(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.db")
     Agent(ScriptedModel(["Paid."]), store=store).run_sync(
-        ["Is this paid?", Image.from_bytes(PIXEL)], run_id="receipt"
+        ["Is this paid?", Image.from_bytes(PNG)], run_id="receipt"
     )
     store.close()
     viewer = start_viewer(store.path)
@@ -211,7 +207,7 @@ def test_a_prompts_images_are_marked_on_its_user_entry(tmp_path: Path) -> None:
         viewer.stop()
     assert user["kind"] == "user"
     assert user["text"] == "Is this paid?"
-    assert user["attachments"] == [f"image: image/png, {len(PIXEL)} bytes"]
+    assert user["attachments"] == [f"image: image/png, {len(PNG)} bytes"]
 
 
 def test_a_paused_runs_page_shows_the_resume_as_it_happens(
@@ -224,7 +220,7 @@ def test_a_paused_runs_page_shows_the_resume_as_it_happens(
     page.locator("tbody .col-run a").click()  # the link encodes the "/" of the id
     expect(page.locator(".run-head .status")).to_have_text("paused")
     expect(page.locator("#transcript .entry.user .attachment")).to_have_text(
-        f"[image: image/png, {len(PIXEL)} bytes]"
+        f"[image: image/png, {len(PNG)} bytes]"
     )
     expect(page.locator("#transcript .entry.tool").first).to_contain_text("sent to ana@")
 

@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Viewer, fetch, off_the_loop, start_viewer
-from runlogs import answered_run, limit_run
 
 from steadyloop import Agent
 from steadyloop.cli import main
 from steadyloop.store import RunStore
+from support.viewer import Viewer, fetch, off_the_loop, start_viewer
+from ui.runlogs import answered_run, limit_run
 
 
 @pytest.fixture(scope="module")

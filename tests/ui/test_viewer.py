@@ -13,9 +13,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import Viewer, off_the_loop, start_viewer
 from playwright.sync_api import Page, expect
-from runlogs import (
+
+from steadyloop import Agent, AssistantMessage, Message, tool
+from steadyloop.store import RunStore
+from steadyloop.testing import FunctionModel
+from steadyloop.tools import ToolSpec
+from support.viewer import Viewer, off_the_loop, start_viewer
+from ui.runlogs import (
     PARALLEL_TOOLS,
     answered_run,
     call,
@@ -28,11 +33,6 @@ from runlogs import (
     reply,
     resumed_run,
 )
-
-from steadyloop import Agent, AssistantMessage, Message, tool
-from steadyloop.store import RunStore
-from steadyloop.testing import FunctionModel
-from steadyloop.tools import ToolSpec
 
 
 @dataclass

@@ -14,7 +14,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line with `argv` (default: sys.argv[1:]) and returns its exit code."""
     import click
 
-    from steadyloop.cli.app import EXIT_INTERRUPTED, cli
+    from steadyloop.cli.app import cli
+    from steadyloop.cli.common import EXIT_INTERRUPTED
 
     args = list(argv) if argv is not None else None
     try:

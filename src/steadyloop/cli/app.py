@@ -1,28 +1,21 @@
 """The `steadyloop` commands. Exit codes: 0 answered, 3 stopped by a limit, 4 paused until
 gated calls are approved (`resume --approve`), 1 error, 130 interrupted (the run can be
-resumed), 2 bad usage. Errors are one line on stderr, never a traceback."""
+resumed), 2 bad usage (`cli.common` holds them). Errors are one line on stderr, never a
+traceback."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import re
-import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, BinaryIO, NoReturn, TypeVar
+from typing import Any, BinaryIO
 
 import click
 
-from steadyloop.agent import Agent
-from steadyloop.cli.approve import terminal_approver
 from steadyloop.cli.batch import batch, render_batch
+from steadyloop.cli.common import EXIT_ERROR, guard, run_to_exit
 from steadyloop.cli.decide import check_decisions, decisions_from_options, resuming_agent
-from steadyloop.cli.ids import find_run, short_id
-from steadyloop.cli.live import make_view
 from steadyloop.cli.options import logged_tools_option, settings_option, store_option
-from steadyloop.cli.otlp import otlp_export
 from steadyloop.cli.setup import (
     build_agent,
     load_tools,
@@ -30,28 +23,12 @@ from steadyloop.cli.setup import (
     store_path,
 )
 from steadyloop.cli.show import render_runs, render_transcript, transcript_json
-from steadyloop.errors import LimitExceeded, SteadyloopError
-from steadyloop.events import Event, RunStarted
 from steadyloop.limits import Limits
 from steadyloop.media import Image
-from steadyloop.output import as_json as as_json_value
-from steadyloop.result import RunResult
 from steadyloop.resume import waiting_calls
+from steadyloop.store.ids import find_run, short_id
 
 __all__ = ["cli"]
-
-T = TypeVar("T")
-
-EXIT_ANSWERED, EXIT_ERROR, EXIT_LIMIT, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 3, 4, 130
-
-
-class Failure(click.ClickException):
-    """A one-line error with an exit code."""
-
-    exit_code = EXIT_ERROR
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -134,7 +111,7 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
             raise click.UsageError("the prompt on stdin was empty")
     prompt = _valid_text(prompt)
     parts: list[str | Image] = [prompt, *(_image(file) for file in images)]
-    agent = _guard(
+    agent = guard(
         lambda: build_agent(
             model=model,
             tool_files=tool_files,
@@ -148,7 +125,7 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
             output=output,
         )
     )
-    _run_to_exit(agent, lambda notify: agent.run(parts, on_event=notify), as_json, ask=ask)
+    run_to_exit(agent, lambda notify: agent.run(parts, on_event=notify), as_json, ask=ask)
 
 
 @cli.command()
@@ -190,14 +167,14 @@ def resume(
     if factory is not None and tool_files:
         raise click.UsageError("give --agent or --tools, not both: the agent has its own tools")
     decisions = decisions_from_options(approved, denied, edited)
-    store = _guard(lambda: open_store(store_url))
-    info = _guard(lambda: find_run(store, run_id))
-    waiting = _guard(lambda: waiting_calls(store, info.id))
-    _guard(lambda: check_decisions(info, waiting, decisions))
-    agent = _guard(
+    store = guard(lambda: open_store(store_url))
+    info = guard(lambda: find_run(store, run_id))
+    waiting = guard(lambda: waiting_calls(store, info.id))
+    guard(lambda: check_decisions(info, waiting, decisions))
+    agent = guard(
         lambda: resuming_agent(info, store, waiting, model=model, factory=factory, tools=tool_files)
     )
-    _run_to_exit(
+    run_to_exit(
         agent,
         lambda notify: agent.resume(info.id, decisions=decisions, on_event=notify),
         as_json,
@@ -214,12 +191,12 @@ def logs(limit: int, batch_name: str | None, store_url: str | None) -> None:
     if store_url is None and not store_path().exists():
         click.echo(render_batch(batch_name, []) if batch_name else render_runs([]))
         return
-    store = _guard(lambda: open_store(store_url, read_only=True))
+    store = guard(lambda: open_store(store_url, read_only=True))
     if batch_name is not None:
-        runs = _guard(lambda: store.runs_with_prefix(f"{batch_name}:", limit=sys.maxsize))
+        runs = guard(lambda: store.runs_with_prefix(f"{batch_name}:", limit=sys.maxsize))
         click.echo(render_batch(batch_name, runs))
         return
-    click.echo(render_runs(_guard(lambda: store.runs(limit))))
+    click.echo(render_runs(guard(lambda: store.runs(limit))))
 
 
 @cli.command()
@@ -229,9 +206,9 @@ def logs(limit: int, batch_name: str | None, store_url: str | None) -> None:
 @store_option
 def show(run_id: str, as_json: bool, full: bool, store_url: str | None) -> None:
     """Show a run's transcript: errors, truncations, compactions and stops marked."""
-    store = _guard(lambda: open_store(store_url, read_only=True))
-    info = _guard(lambda: find_run(store, run_id))
-    text = _guard(
+    store = guard(lambda: open_store(store_url, read_only=True))
+    info = guard(lambda: find_run(store, run_id))
+    text = guard(
         lambda: (
             transcript_json(store, info.id)
             if as_json
@@ -262,13 +239,13 @@ def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool, outpu
     from steadyloop.replay import replay_run
     from steadyloop.toolfile import load_from_file
 
-    store = _guard(lambda: open_store(store_url, read_only=True))
-    info = _guard(lambda: find_run(store, run_id))
+    store = guard(lambda: open_store(store_url, read_only=True))
+    info = guard(lambda: find_run(store, run_id))
     files = tool_files or tuple(info.config.get("tool_files", ()))
-    tools = [] if recorded_tools else _guard(lambda: load_tools(files))
+    tools = [] if recorded_tools else guard(lambda: load_tools(files))
     output = output or info.config.get("output")
-    answer_type = _guard(lambda: load_from_file(output)) if output else None
-    report = _guard(
+    answer_type = guard(lambda: load_from_file(output)) if output else None
+    report = guard(
         lambda: asyncio.run(
             replay_run(store, info.id, tools, recorded_tools=recorded_tools, output=answer_type)
         )
@@ -286,9 +263,9 @@ def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool, outpu
 @store_option
 def export(run_id: str, output: Any, store_url: str | None) -> None:
     """Write a run as JSON lines (loss-free; `steadyloop import` reads it back)."""
-    store = _guard(lambda: open_store(store_url, read_only=True))
-    info = _guard(lambda: find_run(store, run_id))
-    for line in _guard(lambda: list(store.to_jsonl(info.id))):
+    store = guard(lambda: open_store(store_url, read_only=True))
+    info = guard(lambda: find_run(store, run_id))
+    for line in guard(lambda: list(store.to_jsonl(info.id))):
         output.write(line + "\n")
 
 
@@ -297,8 +274,8 @@ def export(run_id: str, output: Any, store_url: str | None) -> None:
 @store_option
 def import_(source: Any, store_url: str | None) -> None:
     """Add a run exported with `steadyloop export` to the run log."""
-    store = _guard(lambda: open_store(store_url))
-    run_id = _guard(lambda: store.from_jsonl(source))
+    store = guard(lambda: open_store(store_url))
+    run_id = guard(lambda: store.from_jsonl(source))
     click.echo(run_id)
 
 
@@ -308,7 +285,7 @@ def lint(file: str) -> None:
     """Score the tool descriptions in FILE.py; exit 1 if any has an error."""
     from steadyloop.lint import lint_tools
 
-    report = lint_tools(_guard(lambda: load_tools([file])))
+    report = lint_tools(guard(lambda: load_tools([file])))
     click.echo(report.render())
     if report.has_errors:
         sys.exit(EXIT_ERROR)
@@ -336,7 +313,7 @@ def ui(port: int, host: str, log: str | None, open_browser: bool) -> None:
     """Browse the run log in a local, read-only web page (pip install 'steadyloop[ui]')."""
     from steadyloop.ui.server import serve
 
-    _guard(
+    guard(
         lambda: serve(
             log or store_path(), host=host, port=port, open_browser=open_browser, say=click.echo
         )
@@ -344,17 +321,7 @@ def ui(port: int, host: str, log: str | None, open_browser: bool) -> None:
 
 
 def _image(file: str) -> Image:
-    return _guard(lambda: Image.from_path(file))
-
-
-def _guard(action: Callable[[], T]) -> T:
-    """Runs `action`; a steadyloop error or a bad file becomes a one-line error."""
-    try:
-        return action()
-    except SteadyloopError as exc:
-        raise Failure(str(exc)) from None
-    except OSError as exc:
-        raise Failure(f"{exc.strerror or exc}: {exc.filename}") from None
+    return guard(lambda: Image.from_path(file))
 
 
 def _read_stdin() -> str:
@@ -370,116 +337,3 @@ def _valid_text(text: str) -> str:
     that are not valid in the locale's encoding. They cannot be encoded, so the run could not be
     sent or logged."""
     return re.sub("[\ud800-\udfff]", "\ufffd", text)
-
-
-def _run_to_exit(
-    agent: Agent[Any],
-    runner: Callable[[Callable[[Event], None]], Awaitable[RunResult[Any]]],
-    as_json: bool,
-    run_id: str | None = None,
-    ask: bool = False,
-) -> NoReturn:
-    """Runs the agent with the live view, prints the answer, exits with the code for how the
-    run ended. `ask`: gated calls are asked about on the terminal, if there is one."""
-    seen: list[str] = [run_id] if run_id else []
-
-    async def go() -> RunResult[Any]:
-        try:
-            with _sigterm_cancels_this_task(), make_view() as view:
-                if ask and sys.stdin.isatty():
-                    agent.approver = terminal_approver(view)
-
-                def on_event(event: Event) -> None:
-                    if isinstance(event, RunStarted) and event.run_id and not seen:
-                        seen.append(event.run_id)
-                    view.show(event)
-
-                return await runner(on_event)
-        finally:
-            await agent.aclose()
-
-    try:
-        with otlp_export():
-            result = asyncio.run(go())
-    except LimitExceeded as exc:
-        _print_answer(exc.result, as_json=as_json, stopped=str(exc))
-        sys.exit(EXIT_LIMIT)
-    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM
-        hint = f"; continue with: steadyloop resume {short_id(seen[0])}" if seen else ""
-        click.echo(f"interrupted{hint}", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except SteadyloopError as exc:
-        hint = f" (run {short_id(seen[0])})" if seen else ""
-        raise Failure(f"{exc}{hint}") from None
-    _print_answer(result, as_json=as_json)
-    if result.stop_reason == "approval":
-        _print_waiting(result)
-        sys.exit(EXIT_PAUSED)
-    sys.exit(EXIT_ANSWERED)
-
-
-def _print_waiting(result: RunResult[Any]) -> None:
-    """The calls a paused run waits on, and how to decide them, on stderr."""
-    lines = ["waiting for approval:"]
-    for call in result.pending:
-        arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
-        lines.append(f"  {call.call_id}  {call.name}({arguments})")
-    first = result.pending[0].call_id
-    if result.run_id is None:
-        lines.append("the run was not logged (--no-log), so it cannot be resumed")
-    else:
-        lines.append(
-            f"continue with: steadyloop resume {short_id(result.run_id)} --approve {first} "
-            f"(or --deny {first}=REASON), one option per waiting call"
-        )
-    click.echo("\n".join(lines), err=True)
-
-
-@contextlib.contextmanager
-def _sigterm_cancels_this_task() -> Iterator[None]:
-    """While in the block, SIGTERM cancels the running task as Ctrl-C does, so `kill PID` stops a
-    run in order (logged as interrupted, resumable, exit code 130) instead of leaving it logged
-    as running. Without signal support (Windows, not the main thread) the block runs as is."""
-    loop, task = asyncio.get_running_loop(), asyncio.current_task()
-    assert task is not None  # entered from a coroutine
-    try:
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    except (NotImplementedError, RuntimeError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-
-
-def _print_answer(result: RunResult[Any], *, as_json: bool, stopped: str | None = None) -> None:
-    """The answer on stdout (as JSON with `--json`, or when it is typed); a limit stop once on
-    stderr either way."""
-    if stopped:
-        click.echo(f"stopped: {stopped}", err=True)
-    output = as_json_value(result.output)
-    if not isinstance(output, str) and output is not None and not as_json:
-        click.echo(json.dumps(output, ensure_ascii=False))
-        return
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "output": output,
-                    "stop_reason": result.stop_reason,
-                    "usage": result.usage.as_json(),
-                    "cost_usd": result.usage.cost_usd,
-                    "run_id": result.run_id,
-                    "stopped": stopped,
-                    "pending": [
-                        {"call_id": c.call_id, "name": c.name, "arguments": dict(c.arguments)}
-                        for c in result.pending
-                    ],
-                },
-                ensure_ascii=False,
-            )
-        )
-        return
-    if output:
-        click.echo(output)

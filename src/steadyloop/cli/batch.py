@@ -11,6 +11,7 @@ from typing import Any, Literal, cast
 import click
 
 from steadyloop.agent import Agent
+from steadyloop.cli.common import EXIT_INTERRUPTED, guard
 from steadyloop.cli.options import settings_option, store_option
 from steadyloop.store import RunInfo, RunLog
 
@@ -86,7 +87,6 @@ def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency
     """
     from steadyloop.batch import LocalEngine, run_batch
     from steadyloop.batch.runner import Engine
-    from steadyloop.cli.app import EXIT_INTERRUPTED, _guard
     from steadyloop.cli.setup import store_path
 
     importable_here()
@@ -94,7 +94,7 @@ def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency
     if ray_address is not None:
         from steadyloop.batch.ray import RayEngine
 
-        engine = _guard(
+        engine = guard(
             lambda: RayEngine(
                 address=None if ray_address == "local" else ray_address,
                 workers=workers,
@@ -105,7 +105,7 @@ def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency
     elif workers is not None or chunk is not None:
         raise click.UsageError("--workers and --chunk go with --ray")
     try:
-        report = _guard(
+        report = guard(
             lambda: run_batch(
                 factory,
                 tasks_file,

@@ -15,10 +15,10 @@ import click
 from steadyloop.agent import Agent
 from steadyloop.approvals import Approve, Decision, Deny, Edit, PendingCall
 from steadyloop.cli.batch import agent_from_factory
-from steadyloop.cli.ids import short_id
 from steadyloop.cli.setup import agent_from_config
 from steadyloop.errors import ConfigError
 from steadyloop.store import RunInfo, RunLog
+from steadyloop.store.ids import short_id
 
 __all__ = ["check_decisions", "decisions_from_options", "resuming_agent"]
 

@@ -8,13 +8,11 @@ it cost, when the model's price is known, as the run goes and once more at its e
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Protocol
 
-from steadyloop.cli.ids import short_id
 from steadyloop.cli.show import format_cost
 from steadyloop.events import (
     CallDecided,
@@ -28,7 +26,8 @@ from steadyloop.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from steadyloop.messages import AssistantMessage, ToolCall
+from steadyloop.messages import ArgumentsError, AssistantMessage, ToolCall
+from steadyloop.store.ids import short_id
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -56,7 +55,10 @@ def make_view(stream: IO[str] | None = None) -> View:
 
 
 def _arguments(call: ToolCall) -> str:
-    args = call.arguments if isinstance(call.arguments, str) else json.dumps(dict(call.arguments))
+    try:
+        args = call.arguments_json()
+    except ArgumentsError:  # not a JSON object: as the model sent it
+        args = str(call.arguments)
     args = " ".join(args.split())
     return args if len(args) <= _ARGS_PREVIEW else args[: _ARGS_PREVIEW - 3] + "..."
 

@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from steadyloop.agent import Agent
+from steadyloop.config import RunConfig
+from steadyloop.context import Instructions
 from steadyloop.limits import Limits
+from steadyloop.models import Model, resolve_model
 from steadyloop.store import RunLog
 from steadyloop.tools import Tool, Toolset
 
@@ -53,18 +56,18 @@ def mcp_servers(commands: Sequence[str], urls: Sequence[str]) -> list[Toolset]:
     """MCP servers from `--mcp 'CMD ARGS'` and `--mcp-url URL` (none: the SDK is not loaded)."""
     if not commands and not urls:
         return []
-    from steadyloop.mcp import servers_from_cli
+    from steadyloop.mcp.server import servers_from_cli
 
     return list(servers_from_cli(commands, urls))
 
 
 def build_agent(
     *,
-    model: str | None,
+    model: Model | str | None,
     tool_files: Sequence[str],
     mcp: Sequence[str] = (),
     mcp_url: Sequence[str] = (),
-    instructions: str | None = None,
+    instructions: Instructions | None = None,
     limits: Limits | None = None,
     max_tool_output: int = 8_000,
     store: RunLog | None = None,
@@ -73,9 +76,7 @@ def build_agent(
 ) -> Agent[Any]:
     """The agent a command line describes; its tool files, servers, model settings and answer
     type (`FILE.py:NAME`) are logged with each run so that `resume` and `replay` can rebuild
-    it."""
-    from steadyloop.models import resolve_model
-
+    it. A `model` made already was made with `settings`."""
     tools: list[Tool | Toolset] = [*load_tools(tool_files), *mcp_servers(mcp, mcp_url)]
     metadata: dict[str, Any] = {
         "tool_files": [str(Path(f).resolve()) for f in tool_files],
@@ -91,7 +92,7 @@ def build_agent(
         path, _, name = output.rpartition(":")
         metadata["output"] = f"{Path(path).resolve()}:{name}"
     return Agent(
-        resolve_model(model, settings=settings),
+        model if isinstance(model, Model) else resolve_model(model, settings=settings),
         tools=tools,
         instructions=instructions,
         limits=limits,
@@ -106,15 +107,20 @@ def agent_from_config(
     config: Mapping[str, Any], store: RunLog, *, model: str | None = None
 ) -> Agent[Any]:
     """The agent a logged run was made with (its tool files are loaded again)."""
+    settings = config.get("settings")
+    logged = RunConfig.from_dict(
+        config, model=resolve_model(model or config.get("model"), settings=settings)
+    )
+    extra = logged.metadata
     return build_agent(
-        model=model or config.get("model"),
-        tool_files=config.get("tool_files", []),
-        mcp=config.get("mcp", []),
-        mcp_url=config.get("mcp_url", []),
-        instructions=config.get("instructions"),
-        limits=Limits(**config.get("limits", {})),
-        max_tool_output=config.get("max_tool_output", 8_000),
+        model=logged.model,
+        tool_files=extra.get("tool_files", []),
+        mcp=extra.get("mcp", []),
+        mcp_url=extra.get("mcp_url", []),
+        instructions=logged.instructions,
+        limits=logged.limits,
+        max_tool_output=logged.max_tool_output,
         store=store,
-        settings=config.get("settings"),
-        output=config.get("output"),
+        settings=settings,
+        output=extra.get("output"),
     )

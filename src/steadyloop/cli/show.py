@@ -8,7 +8,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from steadyloop.cli.ids import short_id
 from steadyloop.media import Document, Image
 from steadyloop.messages import (
     AssistantMessage,
@@ -18,7 +17,8 @@ from steadyloop.messages import (
     UserMessage,
     message_from_dict,
 )
-from steadyloop.store import RunInfo, RunLog, ToolRecord, records
+from steadyloop.store import RunInfo, RunLog, ToolRecord, reading
+from steadyloop.store.ids import short_id
 
 __all__ = [
     "attachment_text",
@@ -91,12 +91,12 @@ def render_transcript(store: RunLog, run_id: str, *, full: bool = False) -> str:
 
 
 def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[str]:
-    """The lines of `show`, in the order things happened (see `records.log_order`): an answer
+    """The lines of `show`, in the order things happened (see `reading.log_order`): an answer
     a resume gave after a pause comes after the decision that let it run. A result is shown
     once, as its call finished; its message row is shown only when the model read something
     else (a result the loop replaced)."""
     events = store.events(info.id)
-    finished = records.tool_records(events)
+    finished = reading.tool_records(events)
     shown: set[str] = set()
     yield f"run {info.id} · {info.model} · {info.status}" + (
         f" ({info.stop_reason})" if info.stop_reason else ""
@@ -105,7 +105,7 @@ def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[s
         yield f"tokens {format_tokens(info.usage)} · cost {format_cost(info.usage.cost_usd)}"
     if info.error:
         yield f"error: {info.error}"
-    for event in records.log_order(events):
+    for event in reading.log_order(events):
         data = event.data
         if event.kind == "model_request":
             yield (
@@ -161,6 +161,8 @@ def _message_lines(message: Any, records: dict[str, Any], *, full: bool) -> Iter
             if not isinstance(part, str):
                 yield f"  [{attachment_text(part)}]"
     elif isinstance(message, AssistantMessage):
+        if message.reasoning_text:  # readable reasoning only: never signatures or ciphertext
+            yield f"assistant (thinking): {message.reasoning_text}"
         if message.text:
             cut = " [cut off by the output limit]" if message.stop_reason == "max_tokens" else ""
             yield f"assistant: {message.text}{cut}"

@@ -25,9 +25,17 @@ from typing import TYPE_CHECKING, Any
 
 from steadyloop.errors import ConfigError, ContextWindowExceeded, ModelError, SteadyloopError
 from steadyloop.messages import AssistantMessage
-from steadyloop.models.anthropic_wire import PROVIDER, StreamAssembler, build_request, parse_message
+from steadyloop.models.anthropic_wire import (
+    DISABLED_THINKING,
+    PROVIDER,
+    Origin,
+    StreamAssembler,
+    Target,
+    build_request,
+    parse_message,
+)
 from steadyloop.models.base import Model, ModelRequest, StreamPart
-from steadyloop.models.deadline import Deadline
+from steadyloop.models.timeout import Deadline
 from steadyloop.models.wire import ToolNames, own_settings, request_settings
 from steadyloop.retry import retry_after
 from steadyloop.secrets import Redactor, clean_key, secrets_kept, shown_location
@@ -87,9 +95,12 @@ class AnthropicModel(Model):
         settings: extra request fields sent as they are, e.g. `{"temperature": 0}`,
             `{"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}` (left out of
             requests without tools) or `{"thinking": {"type": "enabled", "budget_tokens": 2048}}`.
-            With thinking on, each reply's thinking blocks are replayed before its tool calls,
-            as the API requires; with it off they are left out. A field the adapter fills in
-            itself (`OWNED_SETTINGS`: model, max_tokens, messages...) is a `ConfigError`.
+            Each reply of this model at this endpoint goes back exactly as received, its
+            thinking included (left out with thinking off); a tool loop whose latest reply
+            cannot begin with its own thinking (another model's, or one made before a
+            compaction) goes on with thinking disabled, the only form the API accepts. A field
+            the adapter fills in itself (`OWNED_SETTINGS`: model, max_tokens, messages...) is
+            a `ConfigError`.
     """
 
     def __init__(
@@ -131,6 +142,12 @@ class AnthropicModel(Model):
         self._redact = Redactor([client.api_key, client.auth_token])
         self._shown_url = shown_location(str(client.base_url))
         self.timeout = timeout
+        thinking = self.settings.get("thinking")
+        self._target = Target(
+            endpoint=str(client.base_url).rstrip("/"),
+            model=model,
+            thinking=isinstance(thinking, Mapping) and thinking.get("type") != "disabled",
+        )
 
     async def request(self, request: ModelRequest) -> AssistantMessage:
         if self.max_tokens > NONSTREAMING_MAX_TOKENS:
@@ -138,9 +155,10 @@ class AnthropicModel(Model):
             assert isinstance(parts[-1], AssistantMessage), "a stream ends with the reply"
             return parts[-1]
         names = ToolNames(spec.name for spec in request.tools)
+        params, origin = self._params(request, names)
         with self._mapped_errors():
             async with Deadline(self.timeout, self.name):
-                reply = await self._client.messages.create(**self._params(request, names))
+                reply = await self._client.messages.create(**params)
         # The SDK hands back the text of a reply that is not JSON (an HTML page from a proxy)
         # and builds a message from any JSON. Warnings off: an SDK older than a block type
         # (thinking) keeps it loosely, but whole.
@@ -153,7 +171,7 @@ class AnthropicModel(Model):
                 "base_url (a proxy or another server may have answered)",
                 provider=PROVIDER,
             )
-        return parse_message(data, names)
+        return parse_message(data, names, origin)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         """Yields text and tool-call deltas as the SSE events arrive, then the whole reply.
@@ -162,13 +180,12 @@ class AnthropicModel(Model):
         so far is never returned as a reply (F36, F37).
         """
         names = ToolNames(spec.name for spec in request.tools)
-        assembler = StreamAssembler(names)
+        params, origin = self._params(request, names)
+        assembler = StreamAssembler(names, origin)
         deadline = Deadline(self.timeout, self.name)
         with self._mapped_errors():
             async with deadline:
-                events = await self._client.messages.create(
-                    **self._params(request, names), stream=True
-                )
+                events = await self._client.messages.create(**params, stream=True)
             try:
                 async for event in deadline.bound(events):
                     for part in assembler.feed(event.model_dump(mode="json", warnings=False)):
@@ -187,19 +204,17 @@ class AnthropicModel(Model):
         if self._owns_client:
             await self._client.close()
 
-    def _params(self, request: ModelRequest, names: ToolNames) -> dict[str, Any]:
-        thinking = self.settings.get("thinking")
-        replay = isinstance(thinking, Mapping) and thinking.get("type") != "disabled"
-        params = {
-            "model": self.model,
-            "max_tokens": self.max_tokens,
-            **build_request(request, names, replay_reasoning=replay),
-        }
+    def _params(self, request: ModelRequest, names: ToolNames) -> tuple[dict[str, Any], Origin]:
+        """The call's fields, and where its reply comes from (for the reply's `native`)."""
+        wire = build_request(request, names, self._target)
+        params = {"model": self.model, "max_tokens": self.max_tokens, **wire.body}
         # Sent as raw JSON, so fields newer than the installed SDK work too.
         extra = request_settings(self.settings, has_tools="tools" in params)
+        if wire.thinking_off:
+            extra["thinking"] = DISABLED_THINKING
         if extra:
             params["extra_body"] = extra
-        return params
+        return params, Origin(self._target.endpoint, self.model, wire.prefix)
 
     @contextmanager
     def _mapped_errors(self) -> Iterator[None]:

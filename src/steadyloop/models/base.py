@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from steadyloop.cache import Cache
 from steadyloop.events import TextDelta, ToolCallDelta
 from steadyloop.messages import AssistantMessage, Message
 from steadyloop.tools import ToolSpec
@@ -23,11 +24,17 @@ StreamPart = TextDelta | ToolCallDelta | AssistantMessage
 
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
-    """Everything one model call needs: the system prompt, the messages, the tools."""
+    """Everything one model call needs: the system prompt, the messages, the tools.
+
+    `cache` is what the agent asks providers to cache (None: no cache controls, as for a
+    compaction summary); `cache_key` the resolved OpenAI `prompt_cache_key` (None: none sent).
+    """
 
     instructions: str | None
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
+    cache: Cache | None = None
+    cache_key: str | None = None
 
 
 class Model(ABC):

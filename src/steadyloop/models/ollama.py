@@ -4,7 +4,9 @@ The server is `OLLAMA_HOST` (as Ollama itself reads it: `host`, `host:port` or a
 without `/v1`), else `http://localhost:11434/v1`. No key is needed. Any other OpenAI-compatible
 server (vLLM, llama.cpp, LM Studio) works the same way through
 `OpenAIChatModel(model, base_url=..., api_key=...)`. Ollama takes images only as data, not as
-URLs, and no PDF files: a prompt with either is a `ConfigError` before anything is sent.
+URLs, and no PDF files: a prompt with either is a `ConfigError` before anything is sent. A
+thinking model's `reasoning` goes back with its reply to the same host and model, as the Chat
+adapter does for every server.
 """
 
 from __future__ import annotations

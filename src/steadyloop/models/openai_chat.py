@@ -1,27 +1,32 @@
 """OpenAI Chat Completions (`openai:MODEL`), also the base of every OpenAI-compatible server.
 
 Translation, in both directions, and nothing else: the canonical history goes through
-`prepare_history` (ids at most 40 characters, every call answered) and `ToolNames`, then becomes
-Chat messages; a reply (JSON or SSE chunks, as plain dicts) becomes an `AssistantMessage`. The
-shapes sent are the ones every server tested accepts: an assistant message with tool calls has
+`prepare_history` (foreign ids as 9 letters and digits, every call answered) and `ToolNames`,
+then becomes Chat messages; a reply (JSON or SSE chunks, as plain dicts) becomes an
+`AssistantMessage` that keeps the server's own message as its native content. The shapes sent
+are the ones every server tested accepts: an assistant message with tool calls has
 `content: ""` (llama.cpp rejects null or a missing content, F42), `tool_calls` is never an empty
 array (F21), `tools` and `parallel_tool_calls` are left out when there are no tools (F39), tool
 results are one `role: tool` message each with string content; a prompt's images and documents
-are `image_url` and `file` parts of its user message (text documents as text). Requests go
-through the official
-SDK's `post` with raw dicts, so the parsers below see exactly what the server sent (arguments as
-an object, F15; empty ids, F23) and the cassette tests exercise the same code.
+are `image_url` and `file` parts of its user message (text documents as text).
+
+A reply of the same endpoint and model (its own) goes back with what reasoning servers require
+of it: its reasoning under the key it came in (`reasoning_content`: DeepSeek, Kimi, GLM, older
+vLLM; `reasoning`: Ollama, newer vLLM), each call's `extra_content` (Gemini's thought
+signature) and the message's own `extra_content`; its call ids as the server made them. Any
+other reply goes as text and calls only. Requests go through the official SDK's `post` with raw
+dicts, so the parsers below see exactly what the server sent (arguments as an object, F15;
+empty ids, F23) and the cassette tests exercise the same code.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
 
-from steadyloop.errors import ConfigError, ModelError
+from steadyloop.errors import ModelError
 from steadyloop.events import TextDelta, ToolCallDelta
 from steadyloop.media import Image
 from steadyloop.messages import (
@@ -32,45 +37,40 @@ from steadyloop.messages import (
     Usage,
     UserMessage,
 )
-from steadyloop.models.base import Model, ModelRequest, StreamPart
-from steadyloop.models.deadline import Deadline
-from steadyloop.models.openai_errors import KeyHint, error_from_body, openai_errors
+from steadyloop.models.base import ModelRequest, StreamPart
+from steadyloop.models.openai_base import (
+    OPENAI_MEDIA,
+    KeyHint,
+    OpenAIModel,
+    Origin,
+    error_from_body,
+    wire_arguments,
+)
 from steadyloop.models.wire import (
-    IdRules,
+    CHAT_IDS,
     MediaRules,
     ToolNames,
     document_text,
-    own_settings,
     prepare_history,
     request_settings,
 )
-from steadyloop.secrets import Redactor, clean_key, secrets_kept, shown_location
 from steadyloop.tools import ToolSpec
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
 
 __all__ = [
     "CHAT_IDS",
-    "OPENAI_MEDIA",
+    "CHAT_OWNED",
     "ChatStreamParser",
     "OpenAIChatModel",
     "chat_body",
+    "chat_messages",
     "from_spec",
     "parse_chat_completion",
-    "wire_arguments",
 ]
 
-CHAT_IDS = IdRules(max_length=40)
-OPENAI_MEDIA = MediaRules("openai")  # images (also by URL) and PDFs
-INSTALL_HINT = "the OpenAI SDK is not installed: pip install 'steadyloop[openai]'"
-NO_KEY_HINT = (
-    "{env} is not set: export it, pass api_key=..., or use --model test "
-    "(Agent('test')) to run offline"
-)
 # Request fields the adapter and the agent fill in, which settings may not replace.
 CHAT_OWNED = frozenset({"model", "messages", "stream", "stream_options", "tools"})
-OWNED_ADVICE = "name the model in the model spec; give the Agent instructions=... and tools=..."
+# The keys servers put a reply's reasoning under, in the order they are read.
+REASONING_KEYS = ("reasoning_content", "reasoning")
 _STOP_REASONS = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -79,161 +79,47 @@ _STOP_REASONS = {
 }
 
 
-class OpenAIModel(Model):
-    """What both OpenAI adapters share: the SDK client, the key check, the request settings.
-
-    Args:
-        model: the provider's model name, e.g. "gpt-4.1-mini".
-        base_url: the API root (default: `OPENAI_BASE_URL`, else api.openai.com). Errors show
-            it without its password.
-        api_key: the key (default: `OPENAI_API_KEY`), less surrounding whitespace and line
-            endings; missing, or with a character a header cannot carry, is a `ConfigError`
-            right away. No error text ever quotes it.
-        client: a ready `openai.AsyncOpenAI` to use instead of building one.
-        max_retries: the SDK's own retries of 429/5xx/connection errors. 0 by default: the
-            agent's loop retries the model call (`Agent(model_retries=...)`), and a second
-            layer would multiply the requests (3 x 3 for one persistent 503).
-        timeout: seconds one model call may take in all, streamed or not, so a server that
-            keeps the connection busy with keep-alive comments is cut off too; running out is a
-            retryable `ModelError`. The SDK keeps its own limits on connecting and on silence.
-        parallel_tool_calls: sent only when set and the request has tools.
-        settings: extra request fields (temperature, max_tokens, ...), sent as given; one
-            the adapter fills in itself (`owned_settings`: model, messages, stream...) is a
-            `ConfigError`.
-        image_urls, pdfs: whether the server fetches image URLs and reads PDF files in a
-            prompt (OpenAI's does; many compatible servers do not): a prompt with one it
-            cannot take is a `ConfigError` before anything is sent.
-        name: the spec string shown in logs (default "<provider>:<model>").
-        key_env: the variable a rejected-key error tells the user to check (None: no key).
-    """
-
-    provider = "openai"
-    owned_settings: frozenset[str] = CHAT_OWNED
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        client: AsyncOpenAI | None = None,
-        max_retries: int = 0,
-        timeout: float = 600.0,
-        parallel_tool_calls: bool | None = None,
-        settings: Mapping[str, Any] | None = None,
-        name: str | None = None,
-        key_env: str | None = "OPENAI_API_KEY",
-        image_urls: bool = True,
-        pdfs: bool = True,
-    ) -> None:
-        if not model:
-            raise ConfigError(f"{self.provider}: a model name is required, e.g. gpt-4.1-mini")
-        self.model = model
-        self.name = name or f"{self.provider}:{model}"
-        self.timeout = timeout
-        self.parallel_tool_calls = parallel_tool_calls
-        self.settings = own_settings(settings, self.owned_settings, OWNED_ADVICE)
-        self.hint = KeyHint(key_env)
-        self.media = MediaRules(self.name, image_urls=image_urls, pdfs=pdfs)
-        self._owns_client = client is None
-        self.client = (
-            client
-            if client is not None
-            else self._make_client(base_url, api_key, max_retries, key_env)
-        )
-        self._redact = Redactor([self.client.api_key])
-        self._shown_url = shown_location(str(self.client.base_url))
-
-    @staticmethod
-    def _make_client(
-        base_url: str | None,
-        api_key: str | None,
-        max_retries: int,
-        key_env: str | None,
-    ) -> AsyncOpenAI:
-        try:
-            import openai
-        except ModuleNotFoundError as exc:
-            raise ConfigError(INSTALL_HINT) from exc
-        key = _key(api_key, key_env)
-        if not key:
-            if key_env is not None:
-                raise ConfigError(NO_KEY_HINT.format(env=key_env))
-            key = "no-key"  # local servers ignore it, the SDK insists on one
-        return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """SDK exceptions mapped to steadyloop's, with no key or URL password in their text."""
-        with secrets_kept(self._redact), openai_errors(self.name, self.hint, self._shown_url):
-            yield
-
-    async def _post(self, path: str, body: dict[str, Any]) -> Mapping[str, Any]:
-        with self._errors():
-            async with Deadline(self.timeout, self.name):
-                data = await self.client.post(path, body=body, cast_to=object)
-        if not isinstance(data, Mapping):
-            raise ModelError(
-                f"{self.name}: the reply is not a JSON object: {data!r:.200}; check base_url "
-                "(a proxy or another server may have answered)",
-                provider=self.name,
-            )
-        return data
-
-    async def _events(self, path: str, body: dict[str, Any]) -> AsyncIterator[Mapping[str, Any]]:
-        """The SSE data objects of a streamed request, with SDK errors mapped."""
-        from openai import AsyncStream
-
-        deadline = Deadline(self.timeout, self.name)
-        with self._errors():
-            async with deadline:
-                stream = await self.client.post(
-                    path, body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
-                )
-            try:
-                async for event in deadline.bound(stream):
-                    if isinstance(event, Mapping):
-                        yield event
-            finally:
-                await stream.close()
-
-    async def aclose(self) -> None:
-        if self._owns_client:
-            await self.client.close()
-
-
-def _key(api_key: str | None, key_env: str | None) -> str:
-    """`api_key`, else the value of `key_env`, less surrounding whitespace ("" for none)."""
-    if api_key:
-        return clean_key(api_key, "api_key")
-    value = os.environ.get(key_env) if key_env else None
-    return clean_key(value, key_env) if value and key_env else ""
-
-
 class OpenAIChatModel(OpenAIModel):
     """A model behind the Chat Completions API (OpenAI or any compatible server)."""
+
+    owned_settings = CHAT_OWNED
 
     async def request(self, request: ModelRequest) -> AssistantMessage:
         names = ToolNames(spec.name for spec in request.tools)
         body = self._body(request, names, stream=False)
         data = await self._post("/chat/completions", body)
-        return parse_chat_completion(data, names, self.name, self.hint)
+        return parse_chat_completion(data, names, self.name, self.hint, self.origin)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         names = ToolNames(spec.name for spec in request.tools)
-        parser = ChatStreamParser(names, self.name, self.hint)
+        parser = ChatStreamParser(names, self.name, self.hint, self.origin)
         async for chunk in self._events("/chat/completions", self._body(request, names, True)):
             for part in parser.feed(chunk):
                 yield part
         yield parser.finish()
 
     def _body(self, request: ModelRequest, names: ToolNames, stream: bool) -> dict[str, Any]:
-        body = chat_body(self.model, request, names, self.parallel_tool_calls, self.media)
+        body = chat_body(
+            self.model, request, names, self.parallel_tool_calls, self.media, self.origin
+        )
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        key = chat_cache_key(request, str(self.client.base_url))
+        if key is not None:
+            body["prompt_cache_key"] = key
         body.update(request_settings(self.settings, has_tools=bool(request.tools)))
         return body
+
+
+def chat_cache_key(request: ModelRequest, base_url: str) -> str | None:
+    """The `prompt_cache_key` to send: a key of your own anywhere; the derived ("auto") one
+    only to api.openai.com, as other servers may refuse a field they do not know (Mistral:
+    422 `Extra inputs are not permitted`)."""
+    auto = request.cache is not None and request.cache.key == "auto"
+    if auto and urlsplit(base_url).hostname != "api.openai.com":
+        return None
+    return request.cache_key
 
 
 def from_spec(name: str, *, settings: Mapping[str, Any] | None = None) -> OpenAIChatModel:
@@ -250,9 +136,12 @@ def chat_body(
     names: ToolNames,
     parallel_tool_calls: bool | None = None,
     media: MediaRules = OPENAI_MEDIA,
+    origin: Origin | None = None,
 ) -> dict[str, Any]:
-    """The Chat Completions request body for `request` (without stream settings)."""
-    body: dict[str, Any] = {"model": model, "messages": chat_messages(request, names, media)}
+    """The Chat Completions request body for `request` (without stream settings); replies of
+    `origin` go back with their native extras."""
+    messages = chat_messages(request, names, media, origin)
+    body: dict[str, Any] = {"model": model, "messages": messages}
     if request.tools:
         body["tools"] = [_tool(spec, names) for spec in request.tools]
         if parallel_tool_calls is not None:
@@ -261,13 +150,18 @@ def chat_body(
 
 
 def chat_messages(
-    request: ModelRequest, names: ToolNames, media: MediaRules = OPENAI_MEDIA
+    request: ModelRequest,
+    names: ToolNames,
+    media: MediaRules = OPENAI_MEDIA,
+    origin: Origin | None = None,
 ) -> list[dict[str, Any]]:
-    """The canonical view as Chat messages: system prompt first, ids and names rewritten."""
+    """The canonical view as Chat messages: system prompt first, foreign ids and names
+    rewritten; a reply of `origin` keeps its ids and gets back its native extras."""
+    own = origin.owns if origin is not None else None
     out: list[dict[str, Any]] = []
     if request.instructions:
         out.append({"role": "system", "content": request.instructions})
-    for message in prepare_history(request.messages, CHAT_IDS):
+    for message in prepare_history(request.messages, CHAT_IDS, own):
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": _user_content(message, media)})
         elif isinstance(message, Summary):
@@ -276,12 +170,26 @@ def chat_messages(
             out.append(
                 {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
             )
-        elif message.tool_calls:
-            calls = [_call(call, names) for call in message.tool_calls]
-            out.append({"role": "assistant", "content": message.text, "tool_calls": calls})
-        elif message.text:
-            out.append({"role": "assistant", "content": message.text})
+        elif message.tool_calls or message.text:
+            reply: dict[str, Any] = {"role": "assistant", "content": message.text}
+            if message.tool_calls:
+                reply["tool_calls"] = [_call(call, names) for call in message.tool_calls]
+            if own is not None and own(message) and message.native is not None:
+                _add_native(reply, message.native.content)
+            out.append(reply)
     return out
+
+
+def _add_native(reply: dict[str, Any], native: Mapping[str, Any]) -> None:
+    """Puts back what the server sent beside the text and calls and requires again: the
+    reasoning under its own key, the message's and each call's `extra_content`."""
+    for key in (*REASONING_KEYS, "extra_content"):
+        if native.get(key):
+            reply[key] = native[key]
+    sent = native.get("tool_calls") or ()
+    for call, received in zip(reply.get("tool_calls", ()), sent, strict=False):
+        if isinstance(received, Mapping) and received.get("extra_content"):
+            call["extra_content"] = received["extra_content"]
 
 
 def _user_content(message: UserMessage, media: MediaRules) -> str | list[dict[str, Any]]:
@@ -304,22 +212,6 @@ def _user_content(message: UserMessage, media: MediaRules) -> str | list[dict[st
         else:
             content.append({"type": "text", "text": document_text(part)})
     return content
-
-
-def wire_arguments(arguments: str | Mapping[str, Any]) -> str:
-    """Arguments as the JSON object text providers accept when a call is replayed.
-
-    A mapping is serialised (F15); text that is not a JSON object (cut off, `""`, `null`) is
-    sent as `{}`, since some servers reject the whole history over one bad call (F18); the
-    error result the model got for that call already quotes what it sent.
-    """
-    if not isinstance(arguments, str):
-        return json.dumps(dict(arguments), ensure_ascii=False)
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        return "{}"
-    return arguments if isinstance(parsed, dict) else "{}"
 
 
 def _call(call: ToolCall, names: ToolNames) -> dict[str, Any]:
@@ -345,9 +237,14 @@ def _tool(spec: ToolSpec, names: ToolNames) -> dict[str, Any]:
 
 
 def parse_chat_completion(
-    data: Mapping[str, Any], names: ToolNames, provider: str, hint: KeyHint
+    data: Mapping[str, Any],
+    names: ToolNames,
+    provider: str,
+    hint: KeyHint,
+    origin: Origin | None = None,
 ) -> AssistantMessage:
-    """A `chat.completion` object as a canonical reply; an `error` object in it raises."""
+    """A `chat.completion` object as a canonical reply, keeping `choices[0].message` as its
+    native content when `origin` is given; an `error` object in it raises."""
     if data.get("error"):
         raise error_from_body(data, status=None, provider=provider, hint=hint)
     choices = data.get("choices") or []
@@ -369,7 +266,18 @@ def parse_chat_completion(
         usage=chat_usage(data.get("usage")),
         stop_reason=_stop_reason(choice.get("finish_reason"), bool(calls)),
         response_id=_response_id(data),
+        native=origin.native(message) if origin is not None else None,
+        reasoning_text=_reasoning_text(message),
     )
+
+
+def _reasoning_text(message: Mapping[str, Any]) -> str:
+    """The readable reasoning of a message, from the first key a server put it under."""
+    for key in REASONING_KEYS:
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def _no_choices(provider: str, data: Mapping[str, Any]) -> ModelError:
@@ -416,13 +324,14 @@ def _arguments(raw: object) -> str | Mapping[str, Any]:
 
 
 class _PartialCall:
-    __slots__ = ("arguments", "id", "name", "whole")
+    __slots__ = ("arguments", "extra", "id", "name", "whole")
 
     def __init__(self) -> None:
         self.id = ""
         self.name = ""
         self.arguments = ""
         self.whole: Mapping[str, Any] | None = None
+        self.extra: Mapping[str, Any] | None = None
 
     def add_arguments(self, fragment: object) -> str:
         """Adds a fragment; returns the text to report as this chunk's delta."""
@@ -437,6 +346,18 @@ class _PartialCall:
         self.arguments += fragment
         return fragment
 
+    def native(self) -> dict[str, Any]:
+        """The call as a whole message would have carried it."""
+        arguments = self.whole if self.whole is not None else self.arguments
+        call: dict[str, Any] = {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": arguments},
+        }
+        if self.extra is not None:
+            call["extra_content"] = self.extra
+        return call
+
 
 class ChatStreamParser:
     """Assembles `chat.completion.chunk` objects into deltas and, at the end, one reply.
@@ -444,14 +365,21 @@ class ChatStreamParser:
     Handles the variants seen in the wild (F38): the id repeated in every chunk, a name-only
     first chunk, `arguments: null`, the whole call in one chunk, calls without an `index`, no
     `finish_reason`. An `error` object in a chunk raises (F36); a stream that ends with neither
-    a `finish_reason` nor usage was cut off and raises a retryable `ModelError` (F37).
+    a `finish_reason` nor usage was cut off and raises a retryable `ModelError` (F37). The
+    reasoning (`reasoning_content` or `reasoning` deltas) and every `extra_content` are
+    assembled into the reply's native message, as a whole message would have carried them.
     """
 
-    def __init__(self, names: ToolNames, provider: str, hint: KeyHint) -> None:
+    def __init__(
+        self, names: ToolNames, provider: str, hint: KeyHint, origin: Origin | None = None
+    ) -> None:
         self.names = names
         self.provider = provider
         self.hint = hint
+        self.origin = origin
         self.text: list[str] = []
+        self.reasoning: dict[str, list[str]] = {}  # key it came under -> pieces
+        self.extra: Mapping[str, Any] | None = None
         self.calls: dict[int, _PartialCall] = {}
         self.finish_reason: object = None
         self.usage: Usage | None = None
@@ -474,6 +402,11 @@ class ChatStreamParser:
             if text:
                 self.text.append(text)
                 parts.append(TextDelta(text))
+            for key in REASONING_KEYS:
+                if isinstance(delta.get(key), str) and delta[key]:
+                    self.reasoning.setdefault(key, []).append(delta[key])
+            if delta.get("extra_content"):
+                self.extra = delta["extra_content"]
             for raw in delta.get("tool_calls") or ():
                 parts.append(self._call_delta(raw))
             if choice.get("finish_reason"):
@@ -495,6 +428,8 @@ class ChatStreamParser:
             call.id = str(new_id)
         if new_name:
             call.name = str(new_name)
+        if raw.get("extra_content"):
+            call.extra = raw["extra_content"]
         fragment = call.add_arguments(function.get("arguments"))
         name = self.names.from_wire(new_name) if new_name else None
         return ToolCallDelta(index, new_id, name, fragment)
@@ -519,21 +454,38 @@ class ChatStreamParser:
             )
         if not self.had_choices:
             raise _no_choices(self.provider, self.last_chunk)
+        ordered = [call for _, call in sorted(self.calls.items())]
         calls = tuple(
             ToolCall(
                 call.id,
                 self.names.from_wire(call.name),
                 call.whole if call.whole is not None else call.arguments,
             )
-            for _, call in sorted(self.calls.items())
+            for call in ordered
         )
+        message = self._message(ordered)
         return AssistantMessage(
             text="".join(self.text),
             tool_calls=calls,
             usage=self.usage,
             stop_reason=_stop_reason(self.finish_reason, bool(calls)),
             response_id=_response_id(self.last_chunk),
+            native=self.origin.native(message) if self.origin is not None else None,
+            reasoning_text=_reasoning_text(message),
         )
+
+    def _message(self, calls: Sequence[_PartialCall]) -> dict[str, Any]:
+        """The streamed reply as `choices[0].message` of a whole one."""
+        message: dict[str, Any] = {"role": "assistant"}
+        if self.text:
+            message["content"] = "".join(self.text)
+        for key, pieces in self.reasoning.items():
+            message[key] = "".join(pieces)
+        if calls:
+            message["tool_calls"] = [call.native() for call in calls]
+        if self.extra is not None:
+            message["extra_content"] = self.extra
+        return message
 
 
 def _response_id(data: Mapping[str, Any]) -> str | None:

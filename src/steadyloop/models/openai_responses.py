@@ -1,13 +1,16 @@
 """OpenAI Responses API (`openai-responses:MODEL`): stateless replay of the whole history.
 
 Every request carries the full input (`store: false`, never `previous_response_id`), so a run
-can be resumed or compacted freely. Items sent: user messages, assistant text, `function_call`
-items paired with their `function_call_output` by `call_id` (F06), and the reasoning items the
-model produced, replayed once each, right before the calls they preceded (F07). Server item ids
-(`fc_…`, `msg_…`) are never replayed, so no duplicate or wrongly prefixed id can reach the API
-(F08); only reasoning items keep theirs, as the API requires. A prompt's images and documents
-are `input_image` (with `detail: auto`, which the API requires) and `input_file` parts of its
-user message; a text document is `input_text`.
+can be resumed or compacted freely; a model that may reason is always asked for its reasoning
+encrypted (`include: ["reasoning.encrypted_content"]`), the only form a stateless request can
+send back. A reply of the same endpoint and model (its own) goes back as its output items in the
+order received: reasoning items whole (each id once per request, F07/F08), `function_call` and
+`message` items without the server's item ids (`fc_…`, `msg_…`: no duplicate or wrongly
+prefixed id reaches the API, F08), paired with their `function_call_output` by `call_id` (F06).
+A reasoning item without its encrypted content is never sent: under `store: false` its id alone
+is a 404, so a reply holding one goes without its reasoning. Any other reply goes as its text
+and calls. A prompt's images and documents are `input_image` (with `detail: auto`, which the
+API requires) and `input_file` parts of its user message; a text document is `input_text`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from steadyloop.events import TextDelta, ToolCallDelta
 from steadyloop.media import Image
 from steadyloop.messages import (
     AssistantMessage,
-    Reasoning,
     Summary,
     ToolCall,
     ToolResult,
@@ -29,8 +31,14 @@ from steadyloop.messages import (
     UserMessage,
 )
 from steadyloop.models.base import ModelRequest, StreamPart
-from steadyloop.models.openai_chat import OPENAI_MEDIA, OpenAIModel, wire_arguments
-from steadyloop.models.openai_errors import KeyHint, error_from_body
+from steadyloop.models.openai_base import (
+    OPENAI_MEDIA,
+    KeyHint,
+    OpenAIModel,
+    Origin,
+    error_from_body,
+    wire_arguments,
+)
 from steadyloop.models.wire import (
     IdRules,
     MediaRules,
@@ -47,13 +55,18 @@ __all__ = [
     "OpenAIResponsesModel",
     "ResponsesStreamParser",
     "from_spec",
+    "may_reason",
     "parse_response",
     "responses_body",
+    "responses_input",
 ]
 
 PROVIDER = "openai-responses"
 RESPONSES_IDS = IdRules(max_length=64)
 _REASONING_KEYS = ("type", "id", "summary", "encrypted_content", "content")
+# Model families that never reason: they answer a request for encrypted reasoning with
+# `400 Encrypted content is not supported with this model.`
+NON_REASONING = ("gpt-4", "gpt-3.5", "chatgpt-", "gpt-5-chat")
 # Request fields the adapter and the agent fill in: a stateless request carries the whole
 # input and never points at a stored response.
 RESPONSES_OWNED = frozenset(
@@ -75,10 +88,12 @@ class OpenAIResponsesModel(OpenAIModel):
 
     Args:
         reasoning: the `reasoning` request field (e.g. `{"effort": "low"}`) for reasoning
-            models; when set, encrypted reasoning is requested so it can be replayed.
+            models. Encrypted reasoning is requested from every model that may reason
+            (`may_reason`), with or without it, so the reasoning can be sent back.
     """
 
     provider = PROVIDER
+    api = PROVIDER
     owned_settings = RESPONSES_OWNED
 
     def __init__(
@@ -90,21 +105,26 @@ class OpenAIResponsesModel(OpenAIModel):
     async def request(self, request: ModelRequest) -> AssistantMessage:
         names = ToolNames(spec.name for spec in request.tools)
         data = await self._post("/responses", self._body(request, names, stream=False))
-        return parse_response(data, names, self.name, self.hint)
+        return parse_response(data, names, self.name, self.hint, self.origin)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         names = ToolNames(spec.name for spec in request.tools)
-        parser = ResponsesStreamParser(names, self.name, self.hint)
+        parser = ResponsesStreamParser(names, self.name, self.hint, self.origin)
         async for event in self._events("/responses", self._body(request, names, stream=True)):
             for part in parser.feed(event):
                 yield part
         yield parser.finish()
 
     def _body(self, request: ModelRequest, names: ToolNames, stream: bool) -> dict[str, Any]:
-        body = responses_body(self.model, request, names, self.parallel_tool_calls, self.media)
+        body = responses_body(
+            self.model, request, names, self.parallel_tool_calls, self.media, self.origin
+        )
         if self.reasoning is not None:
             body["reasoning"] = self.reasoning
+        if may_reason(self.model):
             body["include"] = ["reasoning.encrypted_content"]
+        if request.cache_key is not None:
+            body["prompt_cache_key"] = request.cache_key
         if stream:
             body["stream"] = True
         body.update(request_settings(self.settings, has_tools=bool(request.tools)))
@@ -116,6 +136,12 @@ def from_spec(name: str, *, settings: Mapping[str, Any] | None = None) -> OpenAI
     return OpenAIResponsesModel(name, settings=settings)
 
 
+def may_reason(model: str) -> bool:
+    """Whether `model` may reason: any model outside the known non-reasoning families
+    (`NON_REASONING`), also behind a proxy's `vendor/` prefix."""
+    return not model.rsplit("/", 1)[-1].lower().startswith(NON_REASONING)
+
+
 # -- to the wire ---------------------------------------------------------------------------------
 
 
@@ -125,11 +151,13 @@ def responses_body(
     names: ToolNames,
     parallel_tool_calls: bool | None = None,
     media: MediaRules = OPENAI_MEDIA,
+    origin: Origin | None = None,
 ) -> dict[str, Any]:
-    """The Responses request body for `request` (stateless: `store` false, full input)."""
+    """The Responses request body for `request` (stateless: `store` false, full input); replies
+    of `origin` go back as their output items."""
     body: dict[str, Any] = {
         "model": model,
-        "input": responses_input(request, names, media),
+        "input": responses_input(request, names, media, origin),
         "store": False,
     }
     if request.instructions:
@@ -142,12 +170,16 @@ def responses_body(
 
 
 def responses_input(
-    request: ModelRequest, names: ToolNames, media: MediaRules = OPENAI_MEDIA
+    request: ModelRequest,
+    names: ToolNames,
+    media: MediaRules = OPENAI_MEDIA,
+    origin: Origin | None = None,
 ) -> list[dict[str, Any]]:
-    """The canonical view as Responses input items."""
+    """The canonical view as Responses input items; a reply of `origin` as its own items."""
+    own = origin.owns if origin is not None else None
     items: list[dict[str, Any]] = []
     replayed: set[str] = set()
-    for message in prepare_history(request.messages, RESPONSES_IDS):
+    for message in prepare_history(request.messages, RESPONSES_IDS, own):
         if isinstance(message, UserMessage):
             items.append({"role": "user", "content": _user_content(message, media)})
         elif isinstance(message, Summary):
@@ -160,8 +192,10 @@ def responses_input(
                     "output": message.content,
                 }
             )
+        elif own is not None and own(message) and message.native is not None:
+            items.extend(_own_items(message, message.native.content, names, replayed))
         else:
-            items.extend(_assistant_items(message, names, replayed))
+            items.extend(_canonical_items(message, names))
     return items
 
 
@@ -186,30 +220,61 @@ def _user_content(message: UserMessage, media: MediaRules) -> str | list[dict[st
     return content
 
 
-def _assistant_items(
-    message: AssistantMessage, names: ToolNames, replayed: set[str]
-) -> list[dict[str, Any]]:
+def _canonical_items(message: AssistantMessage, names: ToolNames) -> list[dict[str, Any]]:
+    """Another origin's reply: its text, then its calls; no reasoning."""
     text = [{"role": "assistant", "content": message.text}] if message.text else []
-    reasoning: list[dict[str, Any]] = []
-    for item in message.reasoning:
-        key = str(item.data.get("id", ""))
-        if item.provider != PROVIDER or (key and key in replayed):
+    return [*text, *(_call_item(call, names) for call in message.tool_calls)]
+
+
+def _own_items(
+    message: AssistantMessage, output: Any, names: ToolNames, replayed: set[str]
+) -> list[dict[str, Any]]:
+    """An own reply's output items in the order received: reasoning whole (each id once, and
+    none at all when one lacks its encrypted content), calls and messages without their
+    server ids, calls with the ids and names the request uses (`message.tool_calls`, in order).
+    """
+    received = [item for item in output if isinstance(item, Mapping)]
+    reasoning = [item for item in received if item.get("type") == "reasoning"]
+    sendable = all(item.get("encrypted_content") for item in reasoning)
+    calls = iter(message.tool_calls)
+    items: list[dict[str, Any]] = []
+    for item in received:
+        kind = item.get("type")
+        if kind == "reasoning" and sendable and item.get("id") not in replayed:
+            replayed.add(str(item.get("id")))
+            items.append({k: item[k] for k in _REASONING_KEYS if k in item})
+        elif kind == "function_call":
+            call = next(calls, None)
+            if call is not None:
+                items.append(_call_item(call, names))
+        elif kind == "message":
+            items.append(_message_item(item))
+    while items and items[-1].get("type") == "reasoning":
+        items.pop()  # a reasoning item must be followed by the item it preceded
+    return items
+
+
+def _call_item(call: ToolCall, names: ToolNames) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "call_id": call.id,
+        "name": names.to_wire(call.name),
+        "arguments": wire_arguments(call.arguments),
+    }
+
+
+def _message_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An output message as input: its text and refusal parts, without ids or status."""
+    parts: list[dict[str, Any]] = []
+    for part in item.get("content") or ():
+        if not isinstance(part, Mapping):
             continue
-        replayed.add(key)
-        reasoning.append(dict(item.data))
-    calls = [
-        {
-            "type": "function_call",
-            "call_id": call.id,
-            "name": names.to_wire(call.name),
-            "arguments": wire_arguments(call.arguments),
-        }
-        for call in message.tool_calls
-    ]
-    if calls:
-        return [*text, *reasoning, *calls]
-    # a reasoning item must be followed by an item: without text there is none to follow
-    return [*reasoning, *text] if text else []
+        if part.get("type") == "output_text":
+            text = {"type": "output_text", "text": str(part.get("text") or "")}
+            parts.append({**text, "annotations": list(part.get("annotations") or [])})
+        elif part.get("type") == "refusal":
+            parts.append({"type": "refusal", "refusal": str(part.get("refusal") or "")})
+    return {"type": "message", "role": "assistant", "content": parts}
 
 
 def _tool(spec: ToolSpec, names: ToolNames) -> dict[str, Any]:
@@ -226,10 +291,15 @@ def _tool(spec: ToolSpec, names: ToolNames) -> dict[str, Any]:
 
 
 def parse_response(
-    data: Mapping[str, Any], names: ToolNames, provider: str, hint: KeyHint
+    data: Mapping[str, Any],
+    names: ToolNames,
+    provider: str,
+    hint: KeyHint,
+    origin: Origin | None = None,
 ) -> AssistantMessage:
-    """A `response` object as a canonical reply; a failed response raises its error, and JSON
-    that is not a response (no `output` list) a `ModelError`."""
+    """A `response` object as a canonical reply, keeping its `output` as native content when
+    `origin` is given; a failed response raises its error, and JSON that is not a response (no
+    `output` list) a `ModelError`."""
     if data.get("error") or data.get("status") == "failed":
         raise error_from_body(data.get("error") or data, status=None, provider=provider, hint=hint)
     output = data.get("output")
@@ -238,13 +308,15 @@ def parse_response(
             f"{provider}: the reply is not a Responses API response: {json.dumps(data)[:300]}",
             provider=provider,
         )
-    return _reply(output, data, names)
+    return _reply(output, data, names, origin)
 
 
-def _reply(output: Any, data: Mapping[str, Any], names: ToolNames) -> AssistantMessage:
+def _reply(
+    output: Any, data: Mapping[str, Any], names: ToolNames, origin: Origin | None
+) -> AssistantMessage:
     text: list[str] = []
     calls: list[ToolCall] = []
-    reasoning: list[Reasoning] = []
+    reasoning: list[str] = []
     for item in output:
         kind = item.get("type")
         if kind == "message":
@@ -259,16 +331,23 @@ def _reply(output: Any, data: Mapping[str, Any], names: ToolNames) -> AssistantM
                 )
             )
         elif kind == "reasoning":
-            data_keys = {k: item[k] for k in _REASONING_KEYS if item.get(k) is not None}
-            reasoning.append(Reasoning(PROVIDER, data_keys))
+            reasoning.extend(_readable(item))
     return AssistantMessage(
         text="".join(text),
         tool_calls=tuple(calls),
         usage=_usage(data.get("usage")),
         stop_reason=_stop_reason(data, bool(calls)),
-        reasoning=tuple(reasoning),
         response_id=str(data["id"]) if data.get("id") else None,
+        native=origin.native(output) if origin is not None else None,
+        reasoning_text="\n\n".join(reasoning),
     )
+
+
+def _readable(item: Mapping[str, Any]) -> list[str]:
+    """A reasoning item's summaries and reasoning text parts (never its encrypted content)."""
+    parts = [*(item.get("summary") or ()), *(item.get("content") or ())]
+    texts = (part.get("text") for part in parts if isinstance(part, Mapping))
+    return [text for text in texts if isinstance(text, str) and text]
 
 
 def _message_text(item: Mapping[str, Any]) -> list[str]:
@@ -313,10 +392,13 @@ class ResponsesStreamParser:
     a stream that ends before a final event raises a retryable `ModelError` (F37).
     """
 
-    def __init__(self, names: ToolNames, provider: str, hint: KeyHint) -> None:
+    def __init__(
+        self, names: ToolNames, provider: str, hint: KeyHint, origin: Origin | None = None
+    ) -> None:
         self.names = names
         self.provider = provider
         self.hint = hint
+        self.origin = origin
         self.call_index: dict[int, int] = {}  # output_index -> tool-call index
         self.items: dict[int, Mapping[str, Any]] = {}
         self.final: AssistantMessage | None = None
@@ -346,7 +428,7 @@ class ResponsesStreamParser:
             response = event.get("response") or {}
             if not response.get("output"):  # some servers send the items only as events
                 response = {**response, "output": [self.items[i] for i in sorted(self.items)]}
-            self.final = parse_response(response, self.names, self.provider, self.hint)
+            self.final = parse_response(response, self.names, self.provider, self.hint, self.origin)
         elif kind == "error":
             body = event.get("error") or event
             raise error_from_body(body, status=None, provider=self.provider, hint=self.hint)

@@ -5,7 +5,9 @@ provider's format, too long, empty or repeated; tool names with dots or spaces; 
 whose call is not right before it; a call with no result. `prepare_history` rewrites a copy of
 the model's view so that none of these reach the wire, deterministically (the same input always
 gives the same ids) and consistently (a call and its result get the same new id). The canonical
-transcript keeps the originals. `valid_tool_names` is the one rule that makes tool names valid,
+transcript keeps the originals; an id the target endpoint and model made itself is never
+rewritten (empty or repeated ones excepted), since some servers encode state in them.
+`valid_tool_names` is the one rule that makes tool names valid,
 for Python tools here and for MCP tools when a server lists them; `ToolNames` maps both ways.
 `MediaRules` says which images and documents a provider takes in a prompt, so one it cannot take
 is a `ConfigError` before anything is sent.
@@ -16,8 +18,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from steadyloop.errors import ConfigError
@@ -25,6 +27,7 @@ from steadyloop.media import IMAGE_TYPES, Document, Image
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 
 __all__ = [
+    "CHAT_IDS",
     "TOOL_SETTINGS",
     "IdRules",
     "MediaRules",
@@ -62,6 +65,11 @@ class IdRules:
         """A valid id derived from `seed` (deterministic)."""
         room = max(8, min(24, self.max_length - len(self.prefix)))
         return self.prefix + _digest(seed, room)
+
+
+# Chat Completions: 9 letters and digits, Mistral's rule and the strictest of the servers
+# speaking the API; OpenAI, Gemini, vLLM and llama.cpp accept it too.
+CHAT_IDS = IdRules(pattern=re.compile(r"^[a-zA-Z0-9]{9}$"), max_length=9, prefix="")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,14 +158,21 @@ class ToolNames:
         return self._from_wire.get(wire, wire)
 
 
-def prepare_history(messages: Sequence[Message], rules: IdRules) -> tuple[Message, ...]:
+def prepare_history(
+    messages: Sequence[Message],
+    rules: IdRules,
+    own: Callable[[AssistantMessage], bool] | None = None,
+) -> tuple[Message, ...]:
     """A copy of `messages` a strict provider accepts, pairing calls and results.
 
     - every call id valid under `rules` and unique in the request, rewritten the same way in the
-      call and in its result;
+      call and in its result; the ids of a reply `own` says the target made are kept as they
+      are unless empty or repeated. A new id depends only on the original (and, for an empty
+      or repeated one, its place), so it is the same in every request of a run;
     - every call answered right after its reply (a missing result becomes an error result);
     - a result with no call just before it is kept as user text after the answered results,
       not sent as an orphan.
+    Replies keep their other fields (native content, reasoning) unchanged.
     """
     out: list[Message] = []
     used: set[str] = set()
@@ -180,22 +195,34 @@ def prepare_history(messages: Sequence[Message], rules: IdRules) -> tuple[Messag
         out.extend(orphans)
         pending, open_calls, orphans = [], {}, []
         if isinstance(message, AssistantMessage) and message.tool_calls:
+            kept = own is not None and own(message)
             calls: list[ToolCall] = []
             for index, call in enumerate(message.tool_calls):
-                wire_id = call.id
-                if not rules.accepts(wire_id) or wire_id in used or call.id in open_calls:
-                    wire_id = rules.make(f"{position}:{index}:{call.id}")
+                wire_id = _wire_id(call.id, kept, rules, used, call.id in open_calls) or (
+                    rules.make(f"{position}:{index}:{call.id}")
+                )
                 used.add(wire_id)
                 open_calls.setdefault(call.id, []).append(wire_id)
                 calls.append(ToolCall(wire_id, call.name, call.arguments))
             pending = list(calls)
-            message = AssistantMessage(
-                message.text, tuple(calls), message.usage, message.stop_reason, message.reasoning
-            )
+            message = replace(message, tool_calls=tuple(calls))
         out.append(message)
     out.extend(_missing_results(pending))
     out.extend(orphans)
     return tuple(out)
+
+
+def _wire_id(
+    call_id: str, kept: bool, rules: IdRules, used: set[str], repeated: bool
+) -> str | None:
+    """The id a call goes with, None when only its place can make it unique (empty or
+    repeated): its own id when kept or already valid, else one derived from it."""
+    if not call_id or repeated or call_id in used:
+        return None
+    if kept or rules.accepts(call_id):
+        return call_id
+    made = rules.make(call_id)
+    return None if made in used else made
 
 
 def _missing_results(pending: Sequence[ToolCall]) -> list[ToolResult]:

@@ -1,8 +1,10 @@
 """The run log: every run and everything that happened in it, as it happens.
 
-`open_store(url)` opens one: a path or `sqlite:///path` is the SQLite file store (`RunStore`),
+`open_store(url)` opens one: a path or `sqlite:///path` is the SQLite file store (`SQLiteStore`),
 `postgresql://...` a Postgres database (`PostgresStore`, extra `steadyloop[postgres]`). Both
-implement `RunLog`; `steadyloop.store.records` says what a log holds.
+implement `RunLog`. `store.rows` writes down what a log holds (the row format); `store.recording`
+turns a run's events into rows, `store.reading` reads them back as a transcript, and
+`store.export` moves a run in and out as JSON lines.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ import os
 from typing import TYPE_CHECKING
 
 from steadyloop.errors import ConfigError
+from steadyloop.store.export import read_export
+from steadyloop.store.ids import find_run
 from steadyloop.store.protocol import RunLog
-from steadyloop.store.records import LoggedEvent, RunInfo, ToolRecord, read_export
-from steadyloop.store.sqlite import SCHEMA_VERSION, RunStore
+from steadyloop.store.rows import LoggedEvent, RunInfo, ToolRecord
+from steadyloop.store.sqlite import SCHEMA_VERSION, RunStore, SQLiteStore
 
 if TYPE_CHECKING:
     from steadyloop.store.postgres import PostgresStore
@@ -25,7 +29,9 @@ __all__ = [
     "RunInfo",
     "RunLog",
     "RunStore",
+    "SQLiteStore",
     "ToolRecord",
+    "find_run",
     "open_store",
     "read_export",
 ]
@@ -49,7 +55,7 @@ def open_store(url: str | os.PathLike[str], *, read_only: bool = False) -> RunLo
         raise ConfigError(
             f"unknown run log URL {url}: use a path, sqlite:///path or postgresql://..."
         )
-    return RunStore(text, read_only=read_only)
+    return SQLiteStore(text, read_only=read_only)
 
 
 def __getattr__(name: str) -> object:

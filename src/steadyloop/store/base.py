@@ -1,6 +1,6 @@
 """What both SQL stores share: the run-log rules over a few primitives each database provides.
 
-A store subclasses `SqlLog` and provides `_read` (a query), `_import` (a run and its events in
+A store subclasses `SqlStore` and provides `_read` (a query), `_import` (a run and its events in
 one transaction), `claim`/`release` (liveness) and `close`; queries are written once with `?`
 placeholders (`PARAM` rewrites them for drivers that want another style).
 """
@@ -16,11 +16,13 @@ from typing import Any
 from steadyloop.errors import ConfigError, RunLogError
 from steadyloop.events import Event
 from steadyloop.messages import Message, Usage
-from steadyloop.store import records
-from steadyloop.store.records import LoggedEvent, RunInfo, RunRow, StatusRow, ToolRecord
+from steadyloop.store import reading
+from steadyloop.store.export import export_lines, read_export
+from steadyloop.store.recording import RunRow, StatusRow, next_seqs, recorder
+from steadyloop.store.rows import RUN_COLUMNS, LoggedEvent, RunInfo, ToolRecord
 from steadyloop.store.writer import LogWriter
 
-__all__ = ["SqlLog", "tables"]
+__all__ = ["SqlStore", "tables"]
 
 
 def tables(*, real: str) -> list[str]:
@@ -52,7 +54,7 @@ def tables(*, real: str) -> list[str]:
     ]
 
 
-class SqlLog:
+class SqlStore:
     """The `RunLog` rules, for a subclass that provides the database primitives."""
 
     location: str
@@ -120,8 +122,8 @@ class SqlLog:
         """
         slots: dict[str, int] = {}
         if next_seq is None:
-            next_seq, slots = records.next_seqs(self.events(run_id) if seen is None else seen)
-        return records.recorder(run_id, next_seq, slots, self._writer.submit)
+            next_seq, slots = next_seqs(self.events(run_id) if seen is None else seen)
+        return recorder(run_id, next_seq, slots, self._writer.submit)
 
     async def commit(self, run_id: str) -> None:
         """Returns once every event recorded so far is committed, without blocking the event
@@ -193,12 +195,12 @@ class SqlLog:
         return [LoggedEvent(seq, at, kind, json.loads(data)) for seq, at, kind, data in rows]
 
     def messages(self, run_id: str) -> tuple[Message, ...]:
-        """The run's transcript as logged (see `records.transcript`)."""
-        return records.transcript(self.events(run_id))
+        """The run's transcript as logged (see `reading.transcript`)."""
+        return reading.transcript(self.events(run_id))
 
     def tool_records(self, run_id: str) -> dict[str, ToolRecord]:
         """The answered tool calls of the run, by call id (the last answer wins)."""
-        return records.tool_records(self.events(run_id))
+        return reading.tool_records(self.events(run_id))
 
     # -- JSON lines ----------------------------------------------------------------------------
 
@@ -206,18 +208,18 @@ class SqlLog:
         """The run as JSON lines: the run row, each event, an end line; loss-free."""
         info = self.run(run_id)
         (row,) = self._read("SELECT * FROM runs WHERE id = ?", (info.id,))
-        return records.export_lines(row, self.events(info.id))
+        return export_lines(row, self.events(info.id))
 
     def from_jsonl(self, lines: Iterable[str]) -> str:
         """Adds a run exported with `to_jsonl`; returns its id. Importing the same export again
         changes nothing; a different run under an id already in the log is a `ConfigError`, and
         so is anything that is not a whole export (nothing is written)."""
         self._refuse_if_read_only()
-        run, events = records.read_export(lines)
-        values = [run[column] for column in records.RUN_COLUMNS]
+        run, events = read_export(lines)
+        values = [run[column] for column in RUN_COLUMNS]
         existing = self.find(str(run["id"]))
         if existing is not None:
-            theirs = records.export_lines(values, _logged_events(events))
+            theirs = export_lines(values, _logged_events(events))
             if list(self.to_jsonl(existing.id)) == list(theirs):
                 return existing.id
             raise ConfigError(

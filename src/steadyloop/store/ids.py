@@ -7,7 +7,7 @@ import re
 
 from steadyloop.errors import ConfigError
 from steadyloop.store.protocol import RunLog
-from steadyloop.store.records import RunInfo
+from steadyloop.store.rows import RunInfo
 
 __all__ = ["GENERATED_ID", "find_run", "short_id"]
 

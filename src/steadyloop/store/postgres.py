@@ -25,8 +25,8 @@ from typing import Any
 
 from steadyloop.errors import ConfigError, RunLogError
 from steadyloop.secrets import shown_location
-from steadyloop.store.base import SqlLog, tables
-from steadyloop.store.records import EventRow, FinishRow, Row, RunRow, StatusRow
+from steadyloop.store.base import SqlStore, tables
+from steadyloop.store.recording import EventRow, FinishRow, Row, RunRow, StatusRow
 from steadyloop.store.writer import LogWriter
 
 try:
@@ -76,7 +76,7 @@ SET_STATUS = (
 )
 
 
-class PostgresStore(SqlLog):
+class PostgresStore(SqlStore):
     """An append-only run log in a Postgres database (its tables are made on first use)."""
 
     blocking_io = True

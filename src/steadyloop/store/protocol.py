@@ -1,13 +1,13 @@
 """`RunLog`: what the agent, resume, replay, the CLI and the batch runner need from a run log.
 
-Two stores implement it, SQLite (`RunStore`, one file, zero set-up) and Postgres
+Two stores implement it, SQLite (`SQLiteStore`, one file, zero set-up) and Postgres
 (`PostgresStore`, many processes and hosts); `open_store(url)` picks one. Both keep the same
 rules, checked by one conformance test suite:
 
 - run ids may be given by the caller; `run(id)` looks them up exactly (a prefix look-up is the
   command line's convenience, `runs_with_prefix`);
 - a duplicate id is a `ConfigError` for that run alone; a failed write fails only its own run;
-- appends are deterministic and idempotent (see `steadyloop.store.records`);
+- appends are deterministic and idempotent (see `steadyloop.store.recording`);
 - a run's row and its prompt are committed together;
 - a run is live while a process holds its claim (`claim`/`release`), whatever its status row says.
 """
@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from steadyloop.events import Event
 from steadyloop.messages import Message, Usage
-from steadyloop.store.records import LoggedEvent, RunInfo, ToolRecord
+from steadyloop.store.rows import LoggedEvent, RunInfo, ToolRecord
 
 __all__ = ["RunLog"]
 
@@ -97,7 +97,7 @@ class RunLog(Protocol):
         """The answered tool calls of the run, by call id."""
 
     def to_jsonl(self, run_id: str) -> Iterator[str]:
-        """The run as JSON lines (see `steadyloop.store.records.export_lines`)."""
+        """The run as JSON lines (see `steadyloop.store.export`)."""
 
     def from_jsonl(self, lines: Iterable[str]) -> str:
         """Adds an exported run; returns its id."""

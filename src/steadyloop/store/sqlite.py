@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from steadyloop.errors import ConfigError, RunLogError
-from steadyloop.store.base import SqlLog, tables
+from steadyloop.store.base import SqlStore, tables
 from steadyloop.store.locks import RunLocks
-from steadyloop.store.records import EventRow, FinishRow, Row, RunRow, StatusRow
+from steadyloop.store.recording import EventRow, FinishRow, Row, RunRow, StatusRow
 from steadyloop.store.writer import LogWriter
 
-__all__ = ["SCHEMA_VERSION", "RunStore"]
+__all__ = ["SCHEMA_VERSION", "RunStore", "SQLiteStore"]
 
 SCHEMA_VERSION = 1
 # Seconds a connection waits for another process's write to finish before giving up.
@@ -35,14 +35,15 @@ CHECKPOINT_ROWS = 1000
 FOLD_SECONDS = 2.0
 
 
-def _migrate_1(db: sqlite3.Connection) -> None:
+def _create_runs_and_events(db: sqlite3.Connection) -> None:
     """The first schema: runs, and their events in order."""
     for statement in tables(real="REAL"):
         db.execute(statement)
 
 
-# Schema version N is reached by running MIGRATIONS[N - 1] on version N - 1.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_1,)
+# Schema version N is reached by running MIGRATIONS[N - 1] on version N - 1; each migration is
+# named after what it does.
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_create_runs_and_events,)
 
 INSERT_RUN = "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 INSERT_EVENT = "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?)"
@@ -52,7 +53,7 @@ SET_STATUS = (
 )
 
 
-class RunStore(SqlLog):
+class SQLiteStore(SqlStore):
     """An append-only run log in one SQLite file (created, with its folder, on first use).
 
     `read_only=True` opens an existing log for reading only (it never creates one and never
@@ -196,6 +197,10 @@ class RunStore(SqlLog):
                 if isinstance(exc, sqlite3.IntegrityError):
                     raise ConfigError(f"run {run[0]} is already in {self.path}") from exc
                 raise RunLogError(f"importing into the run log {self.path} failed: {exc}") from exc
+
+
+RunStore = SQLiteStore
+"""`SQLiteStore` under its earlier name, kept so existing code goes on working."""
 
 
 class _Backend:

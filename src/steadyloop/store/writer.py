@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import Protocol
 
-from steadyloop.store.records import FinishRow, Row, StatusRow
+from steadyloop.store.recording import FinishRow, Row, StatusRow
 
 __all__ = ["Backend", "LogWriter"]
 

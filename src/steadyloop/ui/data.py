@@ -13,9 +13,9 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from steadyloop.cli.ids import GENERATED_ID, find_run
 from steadyloop.messages import AssistantMessage, Usage
 from steadyloop.store import LoggedEvent, RunInfo, RunLog, open_store
+from steadyloop.store.ids import GENERATED_ID, find_run
 from steadyloop.ui.entries import cost_of, transcript
 from steadyloop.ui.timeline import timeline, turns
 

@@ -1,5 +1,5 @@
 """A run's transcript for the page: one JSON entry per logged event, in the order the events
-happened (`records.log_order`: a call approved on resume shows after the pause and the decision,
+happened (`reading.log_order`: a call approved on resume shows after the pause and the decision,
 not above them).
 
 Each entry has the `seq` and `at` of the event it shows and a `kind`: user, reply, tool, summary,
@@ -19,13 +19,13 @@ is not shown twice.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from steadyloop.approvals import WAITING_TEXT
 from steadyloop.cli.show import attachment_text
 from steadyloop.messages import (
+    ArgumentsError,
     AssistantMessage,
     Summary,
     ToolCall,
@@ -33,7 +33,8 @@ from steadyloop.messages import (
     UserMessage,
     message_from_dict,
 )
-from steadyloop.store import LoggedEvent, ToolRecord, records
+from steadyloop.store import LoggedEvent, ToolRecord, reading
+from steadyloop.store.rows import EventKind
 
 __all__ = ["arguments_text", "cost_of", "transcript"]
 
@@ -51,7 +52,7 @@ def transcript(events: Sequence[LoggedEvent], history: int) -> list[Entry]:
     turn = 0  # the latest turn a model call began (0: none yet)
     compacted = False  # a compaction since that call began
     resumed = False  # a resume marked since that call began (once is enough)
-    for event in records.log_order(events):
+    for event in reading.log_order(events):
         entry: Entry = {"seq": event.seq, "at": event.at}
         data = event.data
         if paused:
@@ -122,6 +123,7 @@ def _message(message: Any, raw: Mapping[str, Any], arguments: Mapping[str, str])
         return {
             "kind": "reply",
             "text": message.text,
+            "reasoning": message.reasoning_text,  # shown collapsed, under the reply
             "calls": [{"id": c.id, "name": c.name} for c in message.tool_calls],
             "stop_reason": message.stop_reason,
             "input_tokens": usage.get("input_tokens"),
@@ -148,7 +150,7 @@ def _tool(result: ToolResult, arguments: str) -> Entry:
     }
 
 
-def _other(kind: str, data: Mapping[str, Any]) -> Entry:
+def _other(kind: EventKind, data: Mapping[str, Any]) -> Entry:
     if kind == "model_retry":
         return {"kind": "retry", "attempt": data["attempt"], "error": data["error"],
                 "wait": data["wait"]}  # fmt: skip
@@ -160,10 +162,12 @@ def _other(kind: str, data: Mapping[str, Any]) -> Entry:
 
 
 def arguments_text(call: ToolCall) -> str:
-    """A call's arguments as the model sent them (a mapping as compact JSON)."""
-    if isinstance(call.arguments, str):
-        return call.arguments
-    return json.dumps(call.arguments, ensure_ascii=False)
+    """A call's arguments as JSON for display; text that is not a JSON object as the model
+    sent it."""
+    try:
+        return call.arguments_json()
+    except ArgumentsError:
+        return str(call.arguments)
 
 
 def cost_of(usage: Mapping[str, Any]) -> float | None:

@@ -357,6 +357,8 @@ function entryParts(e) {
       if (e.input_tokens !== null) meta.push(`${count(e.input_tokens)} in · ${count(e.output_tokens)} out`);
       if (e.cost !== null) meta.push(cost(e.cost));
       return [who(e.history ? "assistant · earlier history" : "assistant", meta.join(" · ")),
+        e.reasoning ? h("details", { class: "reasoning" }, h("summary", {}, "thinking"),
+          h("pre", { class: "text" }, e.reasoning)) : null,
         e.text ? h("pre", { class: "text" }, e.text) : null,
         e.stop_reason === "max_tokens" ? h("p", { class: "marker" }, "cut off by the output limit") : null,
         !e.text && !e.calls.length ? h("p", { class: "marker" }, "empty reply: no text and no tool calls") : null,

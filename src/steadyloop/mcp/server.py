@@ -25,9 +25,9 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from steadyloop.errors import ConfigError, ToolError
-from steadyloop.mcp_results import render_result
-from steadyloop.mcp_schema import input_schema, tool_names
-from steadyloop.mcp_session import Http, Session, Stdio, Transport
+from steadyloop.mcp.results import render_result
+from steadyloop.mcp.schema import input_schema, tool_names
+from steadyloop.mcp.session import Http, Session, Stdio, Transport
 from steadyloop.tools import BoundCall, Tool, ToolOutput, Toolset, ToolSpec
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@
 `instrument()` is the application's explicit, process-wide opt-in, like configuring logging: it
 covers the agents made before it too, and each run asks, when it starts, whether it is traced.
 Untraced runs pay one function call for that and import nothing from OpenTelemetry; the spans
-themselves are made in `steadyloop.tracing_spans`. Nothing is exported unless the application
+themselves are made in `steadyloop.tracing.spans`. Nothing is exported unless the application
 configured an OpenTelemetry SDK: the API alone (`pip install 'steadyloop[otel]'`) records nothing.
 """
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
     from steadyloop.models.base import Model
-    from steadyloop.tracing_spans import Tracing
+    from steadyloop.tracing.spans import Tracing
 
 __all__ = ["instrument", "run_tracing", "uninstrument"]
 
@@ -79,6 +79,6 @@ def run_tracing(
             return None
         tracer_provider = instrumented.tracer_provider
         content = content or instrumented.include_content
-    from steadyloop.tracing_spans import Tracing
+    from steadyloop.tracing.spans import Tracing
 
     return Tracing(tracer_provider, content, model)

@@ -5,11 +5,7 @@ API, the caller's exception (as a traceback prints it, causes included) and the 
 from __future__ import annotations
 
 import contextlib
-import os
-import re
-import socket
 import subprocess
-import sys
 import traceback
 import urllib.request
 from collections.abc import Mapping
@@ -19,24 +15,17 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from steadyloop.cli import main
 from steadyloop.store import RunStore
+from support.cli import cli_process
+from support.http import closed_port
+from support.viewer import start_viewer
 
 Places = dict[str, str]  # place -> all the text found there
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on: a server that is down."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+__all__ = ["cli_run", "closed_port", "failure_places", "holding", "logged_places", "span_places"]
 
 
 def cli_run(spec: str, env: Mapping[str, str], log: Path) -> subprocess.CompletedProcess[str]:
     """`steadyloop run --model SPEC --store LOG "hello"` in a process of its own, with `env`."""
-    return subprocess.run(
-        [sys.executable, "-m", "steadyloop", "run", "--model", spec, "--store", str(log), "hello"],
-        env={**os.environ, **env}, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    return cli_process("run", "--model", spec, "--store", str(log), "hello", env=env)
 
 
 def logged_places(log: Path) -> Places:
@@ -79,25 +68,15 @@ def holding(places: Places, secret: str) -> list[str]:
 def _viewer_json(log: Path, ids: list[str]) -> str:
     """`steadyloop ui` on `log` in a process of its own: its answers to the run list, each
     run's page and each run's events."""
-    viewer = subprocess.Popen(
-        [sys.executable, "-m", "steadyloop", "ui", "--port", "0", "--store", str(log)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    viewer = start_viewer(log)
     try:
-        assert viewer.stdout is not None
-        line = viewer.stdout.readline()
-        found = re.search(r"http://\S+/", line)
-        if found is None:
-            viewer.kill()
-            raise AssertionError(f"the viewer did not start: {line}{viewer.communicate()[1]}")
         paths = ["api/runs"]
         for run_id in ids:
             paths += [f"api/runs/{run_id}", f"api/runs/{run_id}/events"]
         answers = []
         for path in paths:
-            with urllib.request.urlopen(found.group(0) + path, timeout=30) as response:
-                answers.append(response.read().decode())
+            with urllib.request.urlopen(f"{viewer.url.rstrip('/')}/{path}", timeout=30) as reply:
+                answers.append(reply.read().decode())
         return "\n".join(answers)
     finally:
-        viewer.terminate()
-        viewer.communicate(timeout=30)
+        viewer.stop()

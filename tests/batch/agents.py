@@ -1,4 +1,4 @@
-"""Agents that the batch tests build by name ("batch_agents:make_agent"), as users' factories are.
+"""Agents that the batch tests build by name ("batch.agents:make_agent"), as users' factories are.
 
 The fake model asks for two `step` calls, then answers with the prompt in upper case. Each model
 call and each tool execution is counted in this process (`MODEL_CALLS`, `STEPS`) and, when

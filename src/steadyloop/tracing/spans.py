@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -29,7 +29,15 @@ from steadyloop.approvals import AwaitingApproval
 from steadyloop.cost import provider_and_model
 from steadyloop.effects import Effects, ModelCall, ToolInvocation, nest
 from steadyloop.events import Compacted, Event, LimitReached, ModelRetry, ToolCallFinished
-from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage, UserMessage
+from steadyloop.messages import (
+    ArgumentsError,
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
 from steadyloop.models.base import Model
 from steadyloop.result import RunResult
 
@@ -150,7 +158,7 @@ class Tracing(Effects):
         if call.tool is not None:
             attributes["gen_ai.tool.description"] = call.tool.description
         if self._content:
-            attributes["gen_ai.tool.call.arguments"] = _arguments_text(call.call.arguments)
+            attributes["gen_ai.tool.call.arguments"] = _arguments_text(call.call)
         span = self._tracer.start_span(
             f"execute_tool {name}" if name else "execute_tool",
             kind=SpanKind.INTERNAL,
@@ -253,18 +261,21 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _arguments_text(arguments: str | Mapping[str, Any]) -> str:
-    return arguments if isinstance(arguments, str) else _json(dict(arguments))
-
-
-def _arguments_value(arguments: str | Mapping[str, Any]) -> object:
-    """The arguments as an object when they are JSON, as the conventions ask; else the text."""
-    if not isinstance(arguments, str):
-        return dict(arguments)
+def _arguments_text(call: ToolCall) -> str:
+    """The arguments as JSON text; text that is not a JSON object as the model sent it."""
     try:
-        return json.loads(arguments)
-    except ValueError:
-        return arguments
+        return call.arguments_json()
+    except ArgumentsError:
+        return str(call.arguments)
+
+
+def _arguments_value(call: ToolCall) -> object:
+    """The arguments as an object, as the conventions ask; text that is not a JSON object as
+    the model sent it."""
+    try:
+        return dict(call.parsed_arguments())
+    except ArgumentsError:
+        return call.arguments
 
 
 def _input_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -297,7 +308,7 @@ def _output_message(reply: AssistantMessage) -> dict[str, Any]:
                 "type": "tool_call",
                 "id": call.id,
                 "name": call.name,
-                "arguments": _arguments_value(call.arguments),
+                "arguments": _arguments_value(call),
             }
         )
     message: dict[str, Any] = {"role": "assistant", "parts": parts}

@@ -1,0 +1,16 @@
+"""Tools from Model Context Protocol servers (extra `mcp`): `MCPServer` is a `Toolset` whose
+tools are ordinary steadyloop tools.
+
+    server = MCPServer.stdio("npx", "-y", "@modelcontextprotocol/server-everything")
+    agent = Agent("openai:gpt-4.1-mini", tools=[server, my_python_tool])
+
+The adapter is `mcp.server`; `mcp.session` owns the SDK session and its transports, `mcp.schema`
+turns the servers' tool names and schemas into ones every provider accepts, and `mcp.results`
+renders a tool's result as the model reads it.
+"""
+
+from __future__ import annotations
+
+from steadyloop.mcp.server import MCPServer, MCPTool
+
+__all__ = ["MCPServer", "MCPTool"]

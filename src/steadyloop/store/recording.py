@@ -1,0 +1,261 @@
+"""Recording a run: the loop's events become the rows a store writes.
+
+`recorder` turns each event into an `EventRow` (its kind and data, as `steadyloop.store.rows`
+writes them down) and a run's end into a `FinishRow`; the stores only move rows. Sequence numbers
+are deterministic: a reply that asks for N calls takes the next number and reserves the N after
+it for the calls' answers, in call order, so where a result lands never depends on which call
+finished first. Writing a row whose (run, number) is taken is a no-op in every store, so a step
+replayed or retried cannot corrupt a log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from steadyloop.events import (
+    CallDecided,
+    Compacted,
+    Event,
+    InstructionsMade,
+    LimitReached,
+    MessageAdded,
+    ModelRequestStarted,
+    ModelRetry,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage, message_from_dict
+from steadyloop.result import as_json
+from steadyloop.store.rows import (
+    CompactedData,
+    DecisionData,
+    EventKind,
+    FinishedData,
+    InstructionsData,
+    LimitData,
+    LoggedEvent,
+    MessageData,
+    ModelRequestData,
+    ModelRetryData,
+    ToolFinishedData,
+)
+
+__all__ = [
+    "EventRow",
+    "FinishRow",
+    "Row",
+    "RunRow",
+    "StatusRow",
+    "event_data",
+    "next_seqs",
+    "recorder",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """A new run and the history it starts from (logged as its first events)."""
+
+    run_id: str
+    at: float
+    model: str
+    prompt: str
+    history: tuple[Message, ...]
+    config: Mapping[str, Any]
+
+    def values(self) -> tuple[Any, ...]:
+        """The run's row, in `RUN_COLUMNS` order."""
+        return (
+            self.run_id, self.at, self.at, self.model, self.prompt, len(self.history),
+            json.dumps(dict(self.config)), "running", None, None, json.dumps(Usage().to_dict()),
+        )  # fmt: skip
+
+    def events(self) -> list[tuple[Any, ...]]:
+        """The history's event rows: seq 0..n-1."""
+        return [
+            (self.run_id, index, self.at, "message",
+             json.dumps({"index": index, "message": message.to_dict()}))
+            for index, message in enumerate(self.history)
+        ]  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    """One event of a run at its sequence number; serialised only when written."""
+
+    run_id: str
+    seq: int
+    at: float
+    event: Event
+
+    def values(self) -> tuple[Any, ...]:
+        kind, data = event_data(self.event)
+        return (self.run_id, self.seq, self.at, kind, json.dumps(data))
+
+
+@dataclass(frozen=True, slots=True)
+class FinishRow:
+    """The run ended by answering or at a limit: its status, stop reason and usage."""
+
+    run_id: str
+    stop_reason: str
+    usage: Usage
+    at: float
+
+    def values(self) -> tuple[Any, ...]:
+        """(status, stop_reason, usage, updated, id)."""
+        status = "answered" if self.stop_reason in ("end_turn", "max_tokens") else "limit"
+        return (status, self.stop_reason, json.dumps(self.usage.to_dict()), self.at, self.run_id)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusRow:
+    """The run's status changed (running, error, interrupted); usage when known."""
+
+    run_id: str
+    status: str
+    error: str | None
+    usage: Usage | None
+    at: float
+
+    def values(self) -> tuple[Any, ...]:
+        """(status, error, updated, usage or None, id)."""
+        usage = json.dumps(self.usage.to_dict()) if self.usage is not None else None
+        return (self.status, self.error, self.at, usage, self.run_id)
+
+
+Row = RunRow | EventRow | FinishRow | StatusRow
+
+
+# Events not worth a row: deltas are chatty and rebuilt from the reply; a call's start is
+# implied by the reply that made it and its finish (which carries its duration).
+_NOT_LOGGED = (RunStarted, TextDelta, ToolCallDelta, ToolCallStarted)
+
+
+def recorder(
+    run_id: str,
+    next_seq: int,
+    slots: Mapping[str, int],
+    submit: Callable[[Row], None],
+) -> Callable[[Event], None]:
+    """A callback that turns each event of run `run_id` into the row `submit` writes.
+
+    `next_seq` is the number of the next event; `slots` the numbers reserved for the answers of
+    calls still open (a resumed run's last reply), by call id.
+    """
+    reserved = dict(slots)
+    # Results a `tool_finished` row holds: the same result's own message row would repeat it
+    # (the transcript is rebuilt from both, see `transcript`). A result the loop changed before
+    # the model read it (the repeat guard's) differs, and is logged as what the model read.
+    finished: dict[str, ToolResult] = {}
+
+    def record(event: Event) -> None:
+        nonlocal next_seq
+        if isinstance(event, _NOT_LOGGED):
+            return
+        seq: int | None = None
+        if isinstance(event, ToolCallFinished):
+            finished[event.call.id] = event.result
+            if event.cancelled:
+                # Cut short by a stop: its outcome is unknown, and `resume` runs it again
+                # (idempotent) or says so. Its slot stays free for that answer.
+                return
+            seq = reserved.pop(event.call.id, None)
+        elif isinstance(event, MessageAdded) and isinstance(event.message, ToolResult):
+            if finished.pop(event.message.call_id, None) == event.message:
+                return
+            seq = reserved.pop(event.message.call_id, None)
+        if seq is None:
+            seq = next_seq
+            next_seq += 1
+        if isinstance(event, MessageAdded) and isinstance(event.message, AssistantMessage):
+            for call in event.message.tool_calls:
+                reserved[call.id] = next_seq
+                next_seq += 1
+        at = time.time()
+        submit(EventRow(run_id, seq, at, event))
+        if isinstance(event, RunFinished):
+            submit(FinishRow(run_id, event.result.stop_reason, event.result.usage, at))
+
+    return record
+
+
+def next_seqs(events: Sequence[LoggedEvent]) -> tuple[int, dict[str, int]]:
+    """Where a logged run goes on: its next sequence number and the slots still reserved for
+    the answers of its last reply's calls."""
+    next_seq = events[-1].seq + 1 if events else 0
+    slots: dict[str, int] = {}
+    for event in reversed(events):
+        if event.kind == "message" and event.data["message"].get("type") == "assistant":
+            reply = message_from_dict(event.data["message"])
+            assert isinstance(reply, AssistantMessage)
+            taken = {e.seq for e in events if e.seq > event.seq}
+            for index, call in enumerate(reply.tool_calls):
+                seq = event.seq + 1 + index
+                if seq not in taken:
+                    slots[call.id] = seq
+            next_seq = max(next_seq, event.seq + 1 + len(reply.tool_calls))
+            break
+    return next_seq, slots
+
+
+def event_data(event: Event) -> tuple[EventKind, Mapping[str, Any]]:
+    """The (kind, data) logged for an event, its data as `steadyloop.store.rows` types it."""
+    if isinstance(event, MessageAdded):
+        return "message", MessageData(index=event.index, message=event.message.to_dict())
+    if isinstance(event, ToolCallFinished):
+        result = event.result.to_dict()
+        if result["content"] == event.output:
+            del result["content"]  # not truncated: the output is what the model read
+        return "tool_finished", ToolFinishedData(
+            call=event.call.to_dict(),
+            result=result,
+            output=event.output,
+            duration=event.duration,
+            attempts=event.attempts,
+        )
+    if isinstance(event, ModelRequestStarted):
+        return "model_request", ModelRequestData(
+            turn=event.turn,
+            context_tokens=event.context_tokens,
+            max_context_tokens=event.max_context_tokens,
+            view_length=event.view_length,
+        )
+    if isinstance(event, ModelRetry):
+        return "model_retry", ModelRetryData(
+            turn=event.turn, attempt=event.attempt, error=event.error, wait=event.wait
+        )
+    if isinstance(event, Compacted):
+        return "compacted", CompactedData(
+            replaced=event.summary.replaced,
+            tokens_before=event.tokens_before,
+            tokens_after=event.tokens_after,
+        )
+    if isinstance(event, LimitReached):
+        return "limit", LimitData(reason=event.reason, message=event.message)
+    if isinstance(event, InstructionsMade):
+        return "instructions", InstructionsData(text=event.text)
+    if isinstance(event, CallDecided):
+        decision = DecisionData(
+            call=event.call.to_dict(), decision=event.decision, arguments=dict(event.arguments)
+        )
+        if event.reason:
+            decision["reason"] = event.reason
+        if event.edited is not None:
+            decision["edited"] = dict(event.edited)
+        return "decision", decision
+    if isinstance(event, RunFinished):
+        return "finished", FinishedData(
+            stop_reason=event.result.stop_reason,
+            output=as_json(event.result.output),
+            usage=event.result.usage.to_dict(),
+        )
+    raise TypeError(f"no log row for {type(event).__name__}")

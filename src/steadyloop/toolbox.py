@@ -1,0 +1,67 @@
+"""`Toolbox`: an agent's tools made ready for each run.
+
+A run gets a dispatcher with every tool it may call: the agent's own, those of its toolsets
+(MCP servers start on the first run that needs them) and the run's `final_answer`, each call
+wrapped in the run's effects. A run of an agent without toolsets that needs nothing of its own
+gets the dispatcher made for the last such run, while the settings are the same. The threads of
+sync tools are the toolbox's, shared by every run of the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from steadyloop.dispatch import Dispatcher, ToolThreads
+from steadyloop.tools import Tool, Toolset, check_unique_names
+
+if TYPE_CHECKING:
+    from steadyloop.config import RunConfig
+    from steadyloop.tracing.spans import Tracing
+
+__all__ = ["Toolbox"]
+
+
+class Toolbox:
+    """An agent's tools and toolsets, and the threads its sync tools run in."""
+
+    def __init__(self, tools: Sequence[Tool], toolsets: Sequence[Toolset]) -> None:
+        check_unique_names(tools)
+        self._tools = tuple(tools)
+        self._toolsets = tuple(toolsets)
+        self._threads = ToolThreads()
+        self._plain: tuple[tuple[Any, ...], Dispatcher] | None = None
+
+    async def dispatcher(
+        self, config: RunConfig, tracing: Tracing | None = None, answer: Tool | None = None
+    ) -> Dispatcher:
+        """A dispatcher of every tool (the toolsets' started), `answer` among them when given,
+        each call run with `config`'s settings and effects (inside the run's spans when it is
+        traced)."""
+        plain = not self._toolsets and tracing is None and answer is None
+        key = (config.effects, config.tool_timeout, config.max_tool_output, config.backoff)
+        if plain and self._plain is not None and self._plain[0] == key:
+            return self._plain[1]
+        started = await asyncio.gather(*(toolset.tools() for toolset in self._toolsets))
+        tools = (*self._tools, *(tool for tools in started for tool in tools))
+        tools = tools if answer is None else (*tools, answer)
+        check_unique_names(tools)
+        effects = config.effects if tracing is None else tracing.around(config.effects)
+        dispatcher = Dispatcher(
+            {t.name: t for t in tools},
+            tool_timeout=config.tool_timeout,
+            max_output=config.max_tool_output,
+            backoff=config.backoff,
+            executor=self._threads.get,
+            effects=effects,
+        )
+        if plain:
+            self._plain = (key, dispatcher)
+        return dispatcher
+
+    async def aclose(self) -> None:
+        """Stops the toolsets (MCP servers) and the threads of sync tools."""
+        for toolset in self._toolsets:
+            await toolset.aclose()
+        self._threads.shutdown()

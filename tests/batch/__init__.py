@@ -1,0 +1,1 @@
+"""Batches of runs: local workers, Ray, DBOS-durable workers, and approvals across a batch."""

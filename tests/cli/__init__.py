@@ -1,0 +1,1 @@
+"""The command line: run, resume, show, replay, prompts as bytes, SIGTERM."""

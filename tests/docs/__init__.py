@@ -1,0 +1,1 @@
+"""The docs' runnable snippets, against a local wire server."""

@@ -1,0 +1,1 @@
+"""Real MCP servers over stdio and HTTP."""

@@ -1,0 +1,1 @@
+"""The Anthropic adapter, against its fake server, recordings and the live API."""

@@ -1,0 +1,1 @@
+"""A real OpenAI-compatible server: llama.cpp with a small model."""

@@ -1,0 +1,1 @@
+"""The run log: write-ahead, kills, imports, live runs, soak."""

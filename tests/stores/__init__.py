@@ -1,0 +1,1 @@
+"""Every store (SQLite and Postgres) held to one contract."""

@@ -1,0 +1,1 @@
+"""OpenTelemetry spans, costs, and the CLI's OTLP export."""

@@ -1,0 +1,1 @@
+"""The run viewer, over HTTP and in a headless Chromium."""
