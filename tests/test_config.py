@@ -62,6 +62,7 @@ def test_the_logged_config_keeps_its_json_format(tmp_path: Path) -> None:
             "max_repeats": 3,
             "max_cost_usd": None,
             "max_same_results": 3,
+            "max_tool_calls": None,
         },
         "max_tool_output": 500,
         "tool_timeout": 30.0,

@@ -20,9 +20,17 @@ import time
 async def sdk(command: str, args: list[str]) -> None:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
+    from mcp.types import ElicitResult
 
+    async def declines(context: object, params: object) -> ElicitResult:
+        return ElicitResult(action="decline")
+
+    # Declares elicitation, as steadyloop does, so the server offers both clients the same tools.
     server = StdioServerParameters(command=command, args=args)
-    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+    async with (
+        stdio_client(server) as (read, write),
+        ClientSession(read, write, elicitation_callback=declines) as session,
+    ):
         await session.initialize()
         tools = await session.list_tools()
         print(f"ready {time.time()} {len(tools.tools)}", flush=True)

@@ -26,9 +26,11 @@ from steadyloop.errors import (
     RepeatLimitExceeded,
     RunLogError,
     SteadyloopError,
+    ToolCallLimitExceeded,
     ToolError,
     TurnLimitExceeded,
 )
+from steadyloop.fallback import Fallback
 from steadyloop.limits import Limits
 from steadyloop.media import Document, Image
 from steadyloop.messages import (
@@ -61,6 +63,7 @@ __all__ = [
     "Deny",
     "Document",
     "Edit",
+    "Fallback",
     "FatalToolError",
     "Image",
     "LimitExceeded",
@@ -76,6 +79,7 @@ __all__ = [
     "Summary",
     "Tool",
     "ToolCall",
+    "ToolCallLimitExceeded",
     "ToolError",
     "ToolResult",
     "Toolset",

@@ -10,7 +10,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
-from steadyloop import runs
+from steadyloop import runs, sessions
 from steadyloop.approvals import Approver, Decisions
 from steadyloop.cache import Cache, resolve_cache
 from steadyloop.compaction import Compaction
@@ -32,9 +32,12 @@ from steadyloop.tools import Tool, Toolset, as_tool
 from steadyloop.tracing.setup import run_tracing
 
 if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
     from opentelemetry.trace import TracerProvider
 
-    from steadyloop.store import RunLog
+    from steadyloop.store import RunLinks, RunLog
+    from steadyloop.tools import Gate
+    from steadyloop.tracing.spans import Tracing
 
 __all__ = ["Agent", "IfExists"]
 
@@ -163,19 +166,19 @@ class Agent(Generic[OutputT]):
     async def run(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: None = None,
         deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
-        if_exists: IfExists = "error",
+        if_exists: IfExists = "error", session: str | None = None, fork_from: str | None = None,
     ) -> RunResult[OutputT]: ...
     @overload
     async def run(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: type[T],
         deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
-        if_exists: IfExists = "error",
+        if_exists: IfExists = "error", session: str | None = None, fork_from: str | None = None,
     ) -> RunResult[T]: ...
     @overload
     async def run(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any,
         deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
-        if_exists: IfExists = "error",
+        if_exists: IfExists = "error", session: str | None = None, fork_from: str | None = None,
     ) -> RunResult[Any]: ...
     # fmt: on
     async def run(
@@ -188,6 +191,8 @@ class Agent(Generic[OutputT]):
         on_event: OnEvent | None = None,
         run_id: str | None = None,
         if_exists: IfExists = "error",
+        session: str | None = None,
+        fork_from: str | None = None,
     ) -> RunResult[Any]:
         """Runs until the model answers; raises `LimitExceeded` (with `.result`) at a limit.
 
@@ -199,8 +204,12 @@ class Agent(Generic[OutputT]):
         it, `if_exists` says what to do: "error" (a `ConfigError`), "resume" (go on from the log;
         a finished run's logged result is returned without calling the model) or "return"
         (the finished run's logged result; a `ConfigError` for one that did not finish).
+        `session` continues the conversation of that name from the log (a new name starts one;
+        see `steadyloop.sessions`); `fork_from` continues the transcript of that run instead.
+        Either needs the run log, and takes the place of `history`.
         """
         message = user_message(prompt)  # a prompt that is no prompt fails here, first
+        sessions.check(self.store, session, fork_from, history)
         if if_exists not in ("error", "resume", "return"):
             raise ConfigError(f'if_exists must be "error", "resume" or "return", got {if_exists!r}')
         if run_id is not None and not isinstance(run_id, str):
@@ -219,8 +228,9 @@ class Agent(Generic[OutputT]):
                 )
                 return resumed
         return await self._start(
-            message, history, on_event, output=output, deps=deps, run_id=run_id
-        )
+            message, history, on_event, output=output, deps=deps, run_id=run_id,
+            session=session, fork_from=fork_from,
+        )  # fmt: skip
 
     # fmt: off
     @overload
@@ -263,23 +273,42 @@ class Agent(Generic[OutputT]):
             return await runs.resume_paused(run, decisions, prepare)
         store = runs.require_store(self.store, "resume")
         name = run if isinstance(run, str) else str(run.run_id)
-        return await runs.resume_logged(store, name, decisions, prepare)
+        resume = functools.partial(runs.resume_logged, store, name, decisions, prepare)
+        return await sessions.resuming(store, name, resume)
 
     async def _start(
         self, message: UserMessage, history: Sequence[Message], on_event: OnEvent | None, *,
-        output: Any, deps: Any, run_id: str | None = None,
+        output: Any, deps: Any, run_id: str | None = None, session: str | None = None,
+        fork_from: str | None = None,
     ) -> RunResult[Any]:  # fmt: skip
         launch = await self._launch(output, deps, on_event)
-        return await runs.start(launch, RunStart.fresh(message, history, run_id), self.store)
+        store = self.store
+        if store is None or (session is None and fork_from is None):
+            return await runs.start(launch, RunStart.fresh(message, history, run_id), store)
 
-    async def _launch(self, output: Any, deps: Any, on_event: OnEvent | None) -> runs.Launch:
+        if launch.tracing is not None:
+            launch.tracing.conversation = session
+
+        async def begin(continued: tuple[Message, ...], links: RunLinks) -> RunResult[Any]:
+            start = RunStart.fresh(message, continued, run_id)
+            return await runs.start(launch, start, store, links)
+
+        return await sessions.starting(store, session, fork_from, begin)
+
+    async def _launch(
+        self, output: Any, deps: Any, on_event: OnEvent | None, caller: Tracing | None = None
+    ) -> runs.Launch:
         """What one run gets from this agent as it is now: a snapshot of its settings, a
-        dispatcher with every tool (toolsets started, the run's `final_answer` added), spans."""
+        dispatcher with every tool (toolsets started, the run's `final_answer` added), spans.
+        `caller`: the spans of the run whose tool call starts this one (a sub-agent's run),
+        which traces it too unless this agent has its own tracer provider."""
         config = self._config()
         answer = self._answers.for_run(output)
         tracing = run_tracing(self.tracer_provider, self.trace_content, self.model)
-        dispatcher = await self._toolbox.dispatcher(config, tracing, answer)
-        return runs.Launch(config, dispatcher, tracing, answer, deps, on_event)
+        if caller is not None and self.tracer_provider is None:
+            tracing = caller.for_child(self.model)
+        dispatcher, watch = await self._toolbox.for_run(config, tracing, answer)
+        return runs.Launch(config, dispatcher, tracing, answer, deps, on_event, watch)
 
     def _config(self) -> RunConfig:
         """The agent's settings as a run that starts now takes them."""
@@ -297,16 +326,19 @@ class Agent(Generic[OutputT]):
     def run_sync(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: None = None,
         deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
+        session: str | None = None, fork_from: str | None = None,
     ) -> RunResult[OutputT]: ...
     @overload
     def run_sync(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: type[T],
         deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
+        session: str | None = None, fork_from: str | None = None,
     ) -> RunResult[T]: ...
     @overload
     def run_sync(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any,
         deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
+        session: str | None = None, fork_from: str | None = None,
     ) -> RunResult[Any]: ...
     # fmt: on
     def run_sync(
@@ -318,6 +350,8 @@ class Agent(Generic[OutputT]):
         deps: Any = None,
         run_id: str | None = None,
         if_exists: IfExists = "error",
+        session: str | None = None,
+        fork_from: str | None = None,
     ) -> RunResult[Any]:
         """`run` for code without a running event loop."""
         try:
@@ -325,7 +359,7 @@ class Agent(Generic[OutputT]):
         except RuntimeError:
             run = self.run(
                 prompt, history=history, output=output, deps=deps, run_id=run_id,
-                if_exists=if_exists,
+                if_exists=if_exists, session=session, fork_from=fork_from,
             )  # fmt: skip
             return asyncio.run(run)
         raise RuntimeError("run_sync() was called inside a running event loop: await run()")
@@ -337,6 +371,8 @@ class Agent(Generic[OutputT]):
         history: Sequence[Message] = (),
         output: Any = None,
         deps: Any = None,
+        session: str | None = None,
+        fork_from: str | None = None,
     ) -> AsyncIterator[Event]:
         """Runs like `run`, yielding each event as it happens; the last is `RunFinished`.
 
@@ -344,13 +380,55 @@ class Agent(Generic[OutputT]):
         have been yielded. Leaving the loop early cancels the run.
         """
         message = user_message(prompt)
-        start = functools.partial(self._start, message, history, output=output, deps=deps)
+        sessions.check(self.store, session, fork_from, history)
+        start = functools.partial(
+            self._start, message, history, output=output, deps=deps, session=session,
+            fork_from=fork_from,
+        )  # fmt: skip
         events = runs.streamed(start)
         try:
             async for event in events:
                 yield event
         finally:
             await events.aclose()  # now, so leaving early cancels the run at once
+
+    def as_tool(
+        self,
+        *,
+        name: str,
+        description: str,
+        timeout: float | None = None,
+        max_calls: int | None = None,
+        approve: Gate = False,
+    ) -> Tool:
+        """This agent as a tool of another agent (a sub-agent): one parameter, `prompt`; a call
+        runs this agent on the prompt alone, with the calling run's `deps`, and its answer is
+        the call's result. The child run is logged with the calling run and call as its parent,
+        its usage and cost are added to the caller's, the caller's remaining cost budget bounds
+        it, a limit stop answers the call as an error the caller's model reads, and a resumed
+        caller never runs a finished child again (see `steadyloop.subagents`). `timeout`
+        (None: the caller's `tool_timeout`), `max_calls` and `approve` are as for `@tool`."""
+        from steadyloop.subagents import AgentTool
+
+        return AgentTool(
+            self, name=name, description=description, timeout=timeout, max_calls=max_calls,
+            approve=approve,
+        )  # fmt: skip
+
+    def as_mcp_server(
+        self, name: str = "agent", *, description: str | None = None, deps: Any = None
+    ) -> MCPServer:
+        """This agent as an MCP server (the MCP SDK's `MCPServer`; extra `mcp`): one tool,
+        `name`, taking `{"prompt": string}`; each call is one run (logged when the agent has a
+        run log, `deps` given to each). `.run()` serves it on stdio, `.streamable_http_app()` is
+        its ASGI app. `description` defaults to one naming the agent's tools."""
+        import importlib.util
+
+        if importlib.util.find_spec("mcp") is None:
+            raise ConfigError("serving over MCP needs the mcp SDK: pip install 'steadyloop[mcp]'")
+        from steadyloop.mcp.serve import agent_server
+
+        return agent_server(self, name, description=description, deps=deps)
 
     @property
     def store(self) -> RunLog | None:

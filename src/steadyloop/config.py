@@ -75,6 +75,7 @@ class RunConfig:
                 "max_repeats": limits.max_repeats,
                 "max_cost_usd": limits.max_cost_usd,
                 "max_same_results": limits.max_same_results,
+                "max_tool_calls": limits.max_tool_calls,
             },
             "max_tool_output": self.max_tool_output,
             "tool_timeout": self.tool_timeout,

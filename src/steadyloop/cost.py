@@ -21,21 +21,23 @@ if TYPE_CHECKING:
 __all__ = ["has_price", "priced", "provider_and_model"]
 
 # Spec prefixes whose provider has another name in the price tables and in OpenTelemetry.
-_PROVIDER_NAMES = {"openai-responses": "openai"}
+_PROVIDER_NAMES = {"openai-responses": "openai", "vertex": "google"}
 
 
-def provider_and_model(model: Model) -> tuple[str | None, str]:
-    """The provider and the bare model name of a model named `PROVIDER:MODEL`
+def provider_and_model(model: Model | str) -> tuple[str | None, str]:
+    """The provider and the bare model name of a model (or spec) named `PROVIDER:MODEL`
     ("openai", "gpt-4.1-mini"); (None, name) for a model named without a provider."""
-    prefix, colon, bare = model.name.partition(":")
+    name = model if isinstance(model, str) else model.name
+    prefix, colon, bare = name.partition(":")
     if not colon or not prefix or not bare:
-        return None, model.name
+        return None, name
     return _PROVIDER_NAMES.get(prefix, prefix), bare
 
 
 async def priced(reply: AssistantMessage, model: Model) -> AssistantMessage:
-    """`reply` with `usage.cost_usd` set from its token counts, when the model has a price."""
-    provider, bare = provider_and_model(model)
+    """`reply` with `usage.cost_usd` set from its token counts, when the model that made it
+    (`reply.model`, else `model`) has a price."""
+    provider, bare = provider_and_model(reply.model or model)
     if provider is None or reply.usage is None:
         return reply
     cost = await _cost_off_loop_at_first(reply.usage, provider, bare)

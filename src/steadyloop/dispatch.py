@@ -34,7 +34,7 @@ from steadyloop.deadline import DeadlinePassed, await_with_deadline, run_in_thre
 from steadyloop.effects import Effects, ToolInvocation, nest
 from steadyloop.errors import FatalToolError, ToolError
 from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
-from steadyloop.messages import ArgumentsError, ToolCall, ToolResult
+from steadyloop.messages import ArgumentsError, ToolCall, ToolResult, Usage
 from steadyloop.retry import Backoff, retry_context
 from steadyloop.tools import BoundCall, Tool, ToolOutput
 from steadyloop.truncate import truncate
@@ -42,7 +42,7 @@ from steadyloop.truncate import truncate
 if TYPE_CHECKING:
     from steadyloop.context import RunContext
 
-__all__ = ["ContextFor", "Dispatcher", "ToolThreads", "TurnResults"]
+__all__ = ["ContextFor", "Dispatcher", "ToolThreads", "TurnResults", "current_call", "failure_text"]
 
 logger = logging.getLogger("steadyloop.dispatch")
 
@@ -50,6 +50,18 @@ CANCELLED_TEXT = texts.CANCELLED  # the name tests read the text by
 
 # The context a call's `RunContext` parameters receive, made by the run for each call.
 ContextFor = Callable[[ToolCall], "RunContext[Any]"]
+
+# The call a task answers and who hears its events, set only while someone listens: a tool that
+# reports as it runs (an MCP server's progress) reads it. Each call runs in a task of its own.
+_CALLING: contextvars.ContextVar[tuple[ToolCall, Callable[[Event], None]] | None] = (
+    contextvars.ContextVar("steadyloop_calling", default=None)
+)
+
+
+def current_call() -> tuple[ToolCall, Callable[[Event], None]] | None:
+    """The tool call being answered in this task and who hears the run's events; None when
+    nobody listens (or outside a call)."""
+    return _CALLING.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +115,7 @@ class _Turn:
     run_id: str | None
     number: int
     context_for: ContextFor | None
+    refused: Mapping[str, str]
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
 
@@ -143,6 +156,18 @@ class Dispatcher:
             effects=nest([*outer, *inner]),
         )
 
+    def with_tools(self, tools: Mapping[str, Tool]) -> Dispatcher:
+        """A dispatcher with the same settings and effects for other tools (a toolset's tools
+        changed): a call to a tool no longer there is answered as an unknown tool."""
+        return Dispatcher(
+            tools,
+            tool_timeout=self._timeout,
+            max_output=self._max_output,
+            backoff=self._backoff,
+            executor=self._executor,
+            effects=self._effects,
+        )
+
     async def run(
         self,
         calls: Sequence[ToolCall],
@@ -151,16 +176,18 @@ class Dispatcher:
         run_id: str | None = None,
         turn: int = 0,
         context_for: ContextFor | None = None,
+        refused: Mapping[str, str] | None = None,
     ) -> TurnResults:
         """Runs every call concurrently; returns when all are answered or the turn is stopped.
 
         `run_id` and `turn` are what the effects (if any) are told about each call;
         `context_for(call)` makes the `RunContext` of a call to a tool that takes one (without
-        it, such a tool gets a context with no deps).
+        it, such a tool gets a context with no deps). `refused`: calls that are not run (the
+        run's call limits), by call id, each answered with its error text.
         """
         if not calls:
             return TurnResults(())
-        shared = _Turn(notify, run_id, turn, context_for)
+        shared = _Turn(notify, run_id, turn, context_for, refused or {})
         tasks = [asyncio.create_task(self._answer(call, shared)) for call in calls]
         stop: BaseException | None = None
         try:
@@ -216,6 +243,8 @@ class Dispatcher:
         """Resolves the tool, reads and validates the arguments (`edited` instead of the
         model's, when given) and fills in the call's `RunContext` parameters."""
         tool = self._tools.get(call.name)
+        if call.id in turn.refused:
+            return _Prepared(call, tool, failure=turn.refused[call.id])
         if tool is None:
             return _Prepared(call, None, failure=self._unknown_tool(call.name), edited=edited)
         try:
@@ -241,10 +270,12 @@ class Dispatcher:
         call, tool, bound, notify = prepared.call, prepared.tool, prepared.bound, turn.notify
         if notify is not None:
             notify(ToolCallStarted(call))
+        _CALLING.set((call, notify) if notify is not None else None)  # this call's task only
         started = time.perf_counter()
         attempts = 0
         is_error = True
         images: tuple[Any, ...] = ()
+        usage = None
         try:
             if tool is None or bound is None:  # it cannot run: its failure answers it
                 raise _Failure(prepared.failure or "")
@@ -254,6 +285,7 @@ class Dispatcher:
             else:
                 output, attempts = await self._retrying(tool, bound)
             text, images, is_error = output.text, output.images, output.is_error
+            usage = output.usage
         except _Failure as failure:
             text, attempts = failure.text, failure.attempts
         except (FatalToolError, KeyboardInterrupt, SystemExit, asyncio.CancelledError) as exc:
@@ -267,7 +299,7 @@ class Dispatcher:
         if prepared.edited is not None:
             edited = json.dumps(dict(prepared.edited), default=str)
             text = texts.EDITED.format(arguments=edited) + text
-        outcome = self._finish(prepared, text, is_error, images, started, attempts)
+        outcome = self._finish(prepared, text, is_error, images, started, attempts, usage)
         if notify is not None:
             notify(outcome)
         return outcome
@@ -280,6 +312,7 @@ class Dispatcher:
         images: tuple[Any, ...],
         started: float,
         attempts: int,
+        usage: Usage | None = None,
     ) -> ToolCallFinished:
         call, tool = prepared.call, prepared.tool
         limit = self._max_output
@@ -288,7 +321,9 @@ class Dispatcher:
         result = ToolResult(call.id, call.name, truncate(text, limit), is_error, images)
         took = time.perf_counter() - started
         arguments = prepared.arguments
-        return ToolCallFinished(call, result, text, took, attempts, arguments=arguments)
+        return ToolCallFinished(
+            call, result, text, took, attempts, arguments=arguments, usage=usage
+        )
 
     async def _retrying(self, tool: Tool, bound: BoundCall) -> tuple[ToolOutput, int]:
         """Runs the call, retrying `retry_on` exceptions; a last failure becomes `_Failure`."""
@@ -310,7 +345,7 @@ class Dispatcher:
             failure.attempts = attempt_number
             raise
         except retry_on as exc:
-            text = _failure(tool.name, exc).text
+            text = failure_text(tool.name, exc)
             if attempt_number > 1:
                 text = texts.AFTER_ATTEMPTS.format(text=text, attempts=attempt_number)
             raise _Failure(text, attempt_number) from None
@@ -355,6 +390,12 @@ class Dispatcher:
 
 class _TimedOut(_Failure, TimeoutError):
     """Our own deadline expired: retryable like any TimeoutError, worded for the model."""
+
+
+def failure_text(tool_name: str, exc: BaseException) -> str:
+    """What the model reads of an exception a tool raised: the message of errors it can fix,
+    only the type of the others (which are logged with their traceback)."""
+    return _failure(tool_name, exc).text
 
 
 def _failure(tool_name: str, exc: BaseException) -> _Failure:

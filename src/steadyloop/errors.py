@@ -10,7 +10,8 @@
     │   ├── ContextLimitExceeded        the next request would not fit `Limits.max_context_tokens`
     │   ├── RepeatLimitExceeded         the same call failed the same way `max_repeats` turns
     │   │                               in a row, or kept returning the same result
-    │   └── CostLimitExceeded           the run has cost `Limits.max_cost_usd` or more
+    │   ├── CostLimitExceeded           the run has cost `Limits.max_cost_usd` or more
+    │   └── ToolCallLimitExceeded       a reply asked for calls past `Limits.max_tool_calls`
     ├── RunLogError                     the run log could not be written or read; `.run_id`
     ├── ToolError                       raised by tool code: the message goes to the model verbatim
     └── FatalToolError                  raised by tool code: stops the run and propagates
@@ -37,6 +38,7 @@ __all__ = [
     "RepeatLimitExceeded",
     "RunLogError",
     "SteadyloopError",
+    "ToolCallLimitExceeded",
     "ToolError",
     "TurnLimitExceeded",
 ]
@@ -148,6 +150,14 @@ class CostLimitExceeded(LimitExceeded):
     """Raised before a model call when what the run has cost reached `Limits.max_cost_usd`."""
 
     reason = "cost_limit"
+
+
+class ToolCallLimitExceeded(LimitExceeded):
+    """Raised once every call of a reply is answered, before the next model call, when the reply
+    asked for more tool calls than `Limits.max_tool_calls` left: the calls past the limit were
+    answered "not run"."""
+
+    reason = "tool_call_limit"
 
 
 class ToolError(SteadyloopError):

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from steadyloop.messages import Message, Summary, ToolCall, ToolResult
+from steadyloop.messages import Message, Summary, ToolCall, ToolResult, Usage
 
 if TYPE_CHECKING:
     from steadyloop.result import RunResult
@@ -20,6 +20,7 @@ __all__ = [
     "InstructionsMade",
     "LimitReached",
     "MessageAdded",
+    "ModelFallback",
     "ModelRequestStarted",
     "ModelRetry",
     "RunFinished",
@@ -28,6 +29,8 @@ __all__ = [
     "ToolCallDelta",
     "ToolCallFinished",
     "ToolCallStarted",
+    "ToolProgress",
+    "ToolsChanged",
 ]
 
 
@@ -70,6 +73,17 @@ class ModelRetry:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelFallback:
+    """A `Fallback`'s model `failed` (spec) with `error` after its own retries, and the same
+    request goes to the `next` model; text streamed by the failed model is void."""
+
+    turn: int
+    failed: str
+    next: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class TextDelta:
     """A piece of the model's reply text as it streams in."""
 
@@ -108,7 +122,8 @@ class ToolCallFinished:
     `result` is what the model reads; `attempts` counts tries including retries. `cancelled`:
     the run stopped before the call finished, so its outcome is unknown. `arguments`: the
     call's arguments as read from its JSON, None when they were not read (an unknown tool,
-    text that is not a JSON object)."""
+    text that is not a JSON object). `usage`: what the call spent on models (a sub-agent's
+    run), rolled up into the calling run's usage; None for a plain tool."""
 
     call: ToolCall
     result: ToolResult
@@ -117,6 +132,7 @@ class ToolCallFinished:
     attempts: int
     cancelled: bool = False
     arguments: Mapping[str, Any] | None = None
+    usage: Usage | None = None
 
     @property
     def is_error(self) -> bool:
@@ -125,6 +141,32 @@ class ToolCallFinished:
     @property
     def truncated(self) -> bool:
         return len(self.output) != len(self.result.content)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool call reported how far it got (an MCP server's `notifications/progress`):
+    `progress` and `total` as it sent them (`total` None when unknown), `message` None when it
+    sent none. Streamed, never logged: it changes nothing in the transcript."""
+
+    call: ToolCall
+    progress: float
+    total: float | None
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsChanged:
+    """The tools a toolset offers changed, and the next model request offers the new list:
+    `source` names the toolset (an MCP server's command line or URL); `added`, `removed` and
+    `changed` (same name, new description or schema) are tool names as the model sees them;
+    `tools` every tool name the toolset offers now."""
+
+    source: str
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[str, ...]
+    tools: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +211,14 @@ Event: TypeAlias = (
     | InstructionsMade
     | ModelRequestStarted
     | ModelRetry
+    | ModelFallback
     | TextDelta
     | ToolCallDelta
     | MessageAdded
     | ToolCallStarted
     | ToolCallFinished
+    | ToolProgress
+    | ToolsChanged
     | CallDecided
     | Compacted
     | LimitReached

@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from steadyloop import texts
 from steadyloop.errors import ConfigError
 from steadyloop.media import parts_tokens
 from steadyloop.messages import (
     AssistantMessage,
     Message,
+    ToolCall,
     ToolResult,
     UserMessage,
 )
 
-__all__ = ["Limits", "TokenEstimator", "estimate_tokens"]
+__all__ = ["CallBudget", "Limits", "TokenEstimator", "estimate_tokens"]
 
 TokenEstimator = Callable[[Message], int]
 
@@ -40,9 +42,12 @@ class Limits:
     a row (the first included, so at least 2) is answered with an error telling the model it
     already has that result; one more stops the run. None switches this off, for tools the
     model is meant to poll until their result changes.
-    `max_cost_usd`: the one optional limit (None: none). No model call starts once the run has
+    `max_cost_usd`: an optional limit (None: none). No model call starts once the run has
     cost this much (US dollars, from `Usage.cost_usd`); a run whose model has no known price
     cannot keep to it, so such a run does not start.
+    `max_tool_calls`: optional (None: none); the run's calls of its tools (`final_answer` and
+    calls refused by a tool's `max_calls` not counted). Calls past it are answered "not run",
+    and once the reply's calls are answered the run stops with `ToolCallLimitExceeded`.
     """
 
     max_turns: int = 20
@@ -50,6 +55,7 @@ class Limits:
     max_repeats: int = 3
     max_cost_usd: float | None = None
     max_same_results: int | None = 3
+    max_tool_calls: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_context_tokens", "max_repeats"):
@@ -76,6 +82,72 @@ class Limits:
             raise ConfigError(
                 f"Limits.max_cost_usd must be a positive number of dollars or None, got {cost!r}"
             )
+        calls = self.max_tool_calls
+        if calls is not None and (
+            isinstance(calls, bool) or not isinstance(calls, int) or calls < 1
+        ):
+            raise ConfigError(
+                f"Limits.max_tool_calls must be a positive int or None, got {calls!r}"
+            )
+
+
+class CallBudget:
+    """One run's tool calls counted against each tool's `max_calls` and `Limits.max_tool_calls`.
+
+    Calls are admitted in call order, across turns. A call past its tool's `max_calls` is
+    refused and not counted; then a call past `max_tool_calls` is refused and the budget is
+    `exhausted` (the run stops once the turn's calls are answered). Only the calls of the run's
+    own tools count toward `max_tool_calls`, `final_answer` not among them (`counted`).
+    """
+
+    def __init__(
+        self, max_calls: Mapping[str, int], max_tool_calls: int | None, counted: Collection[str]
+    ) -> None:
+        self._max_calls = dict(max_calls)
+        self._max_tool_calls = max_tool_calls
+        self._counted = frozenset(counted)
+        self._by_tool: dict[str, int] = {}
+        self._made = 0
+        self.exhausted = False
+
+    @classmethod
+    def for_run(
+        cls, max_calls: Mapping[str, int | None], limits: Limits, uncounted: str
+    ) -> CallBudget | None:
+        """The budget of a run whose tools have these `max_calls` (by name); None when nothing
+        limits the calls (the loop then counts nothing)."""
+        capped = {name: cap for name, cap in max_calls.items() if cap is not None}
+        if not capped and limits.max_tool_calls is None:
+            return None
+        counted = [name for name in max_calls if name != uncounted]
+        return cls(capped, limits.max_tool_calls, counted)
+
+    def refusal(self, call: ToolCall) -> str | None:
+        """Admits `call` and counts it (None), or says why it is not run (the text the model
+        reads)."""
+        name = call.name
+        cap = self._max_calls.get(name)
+        if cap is not None and self._by_tool.get(name, 0) >= cap:
+            return texts.CALL_LIMIT.format(tool=name, times="once" if cap == 1 else f"{cap} times")
+        if name in self._counted and self._max_tool_calls is not None:
+            if self._made >= self._max_tool_calls:
+                self.exhausted = True
+                return texts.TOOL_CALL_LIMIT.format(limit=self._max_tool_calls)
+            self._made += 1
+        self._by_tool[name] = self._by_tool.get(name, 0) + 1
+        return None
+
+    def replay(self, replies: Iterable[AssistantMessage]) -> dict[str, str]:
+        """Counts the calls of a resumed run's own `replies` as they were admitted when they
+        were made (admission is deterministic, in call order); the refusals, by call id."""
+        refused: dict[str, str] = {}
+        for reply in replies:
+            if reply.stop_reason == "max_tokens":
+                continue  # calls cut off by the output limit were never dispatched
+            for call in reply.tool_calls:
+                if (text := self.refusal(call)) is not None:
+                    refused[call.id] = text
+        return refused
 
 
 def estimate_tokens(message: Message) -> int:

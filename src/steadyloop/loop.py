@@ -26,6 +26,7 @@ from steadyloop.errors import (
     LimitExceeded,
     ModelError,
     RepeatLimitExceeded,
+    ToolCallLimitExceeded,
     TurnLimitExceeded,
 )
 from steadyloop.events import (
@@ -34,15 +35,17 @@ from steadyloop.events import (
     InstructionsMade,
     LimitReached,
     MessageAdded,
+    ModelFallback,
     ModelRequestStarted,
     ModelRetry,
     RunFinished,
     RunStarted,
 )
-from steadyloop.limits import estimate_fixed_tokens
+from steadyloop.fallback import answered_by, chain, first_answer
+from steadyloop.limits import CallBudget, estimate_fixed_tokens
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
-from steadyloop.models.base import ModelRequest
-from steadyloop.output import check_text, nudge_after
+from steadyloop.models.base import Model, ModelRequest
+from steadyloop.output import FINAL_ANSWER, check_text, nudge_after
 from steadyloop.repeats import RepeatGuard
 from steadyloop.result import RunResult
 from steadyloop.retry import retry_model_call
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
     from steadyloop.dispatch import Dispatcher, TurnResults
     from steadyloop.output import FinalAnswer
     from steadyloop.start import RunStart
+    from steadyloop.toolchanges import ToolWatch
     from steadyloop.tracing.spans import Tracing
 
 __all__ = ["Outcome", "Run"]
@@ -82,11 +86,13 @@ class Run:
         streaming: bool = False,
         answer: FinalAnswer | None = None,
         deps: Any = None,
+        watch: ToolWatch | None = None,
     ) -> None:
         """`notify` is told each event; `commit` makes what was recorded so far durable (the
         run log's write-ahead points). `tracing`: the run's spans, when it is traced (the
         dispatcher has them too). `answer` is the `final_answer` tool of a run with a typed
-        answer (one of the dispatcher's tools); `deps` what the run's `RunContext` carries."""
+        answer (one of the dispatcher's tools); `deps` what the run's `RunContext` carries;
+        `watch` the toolsets whose tools may change while the run goes on."""
         self.config = config
         self.deps = deps
         self.decisions = start.decisions_for(dispatcher.tools)
@@ -109,6 +115,7 @@ class Run:
         self.turns = start.turns_used
         self.recovered = start.recovered
         self.usage = start.usage
+        self.usage_by_model = dict(start.usage_by_model)
         self.guard = RepeatGuard(config.limits.max_repeats, config.limits.max_same_results)
         self.specs = tuple(tool.spec for tool in dispatcher.tools)
         self.instructions = config.instructions if not callable(config.instructions) else None
@@ -119,6 +126,15 @@ class Run:
         # A text answer's output once `output_check` accepted it; None until then.
         self.checked: Any = _UNCHECKED if config.output_check is None else None
         self.pause: Pause | None = None
+        self.watch = watch
+        self.budget = CallBudget.for_run(
+            {tool.name: tool.max_calls for tool in dispatcher.tools}, config.limits, FINAL_ANSWER
+        )
+        # Calls of a resumed run's own replies that its call limits refused, by call id.
+        self.refused: dict[str, str] = {}
+        if self.budget is not None and self.turns:
+            own = [m for m in self.transcript.entries if isinstance(m, AssistantMessage)]
+            self.refused = self.budget.replay(own[max(0, len(own) - self.turns) :])
 
     async def execute(self) -> RunResult[Any]:
         """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
@@ -132,6 +148,8 @@ class Run:
         if callable(self.config.instructions):
             await self._make_instructions()
         while True:
+            if self.watch is not None and self.watch.stale():
+                await self._refresh_tools()
             await self._check_limits()
             await self._commit()  # every result is logged before the model reads it
             reply = await self._call_model()
@@ -157,6 +175,7 @@ class Run:
             usage=self.usage,
             run_id=self.run_id,
             text=text,
+            usage_by_model=dict(self.usage_by_model),
             pending=self.pause.pending if self.pause is not None else (),
             _pause=self.pause,
         )
@@ -166,12 +185,14 @@ class Run:
     async def _begin(self) -> None:
         """Refuses a cost limit it cannot keep, then announces the run."""
         config = self.config
-        if config.limits.max_cost_usd is not None and not await has_price(config.model):
-            raise ConfigError(
-                f"Limits(max_cost_usd=...) needs the price of {config.model.name}, and the "
-                "price tables (genai-prices) have none: name the model PROVIDER:MODEL as the "
-                "tables do (openai:gpt-4.1-mini), or drop the cost limit"
-            )
+        if config.limits.max_cost_usd is not None:
+            for model in chain(config.model):
+                if not await has_price(model):
+                    raise ConfigError(
+                        f"Limits(max_cost_usd=...) needs the price of {model.name}, and the "
+                        "price tables (genai-prices) have none: name the model PROVIDER:MODEL "
+                        "as the tables do (openai:gpt-4.1-mini), or drop the cost limit"
+                    )
         prompt = self.prompt.text if self.prompt is not None else ""
         self._emit(RunStarted(self.run_id, config.model.name, prompt, self.history_length))
 
@@ -212,8 +233,29 @@ class Run:
             self._raise_stop(exc)
         return refusal
 
+    async def _refresh_tools(self) -> None:
+        """Offers the tools the toolsets have now, from the next model request on; the
+        transcript is left as it is (the request's tools say what the model may call)."""
+        assert self.watch is not None
+        tools, changes = await self.watch.refresh({t.name: t for t in self.dispatcher.tools})
+        if not changes:
+            return
+        self.dispatcher = self.dispatcher.with_tools(tools)
+        self.specs = tuple(tool.spec for tool in self.dispatcher.tools)
+        self.fixed_tokens = estimate_fixed_tokens(self.instructions, self.specs)
+        self.cache_key = cache_key(
+            self.config.cache, self.config.model.name, self.config.instructions, self.specs
+        )
+        for change in changes:
+            self._emit(change)
+
     async def _check_limits(self) -> None:
         limits = self.config.limits
+        if self.budget is not None and self.budget.exhausted:
+            self._stop(
+                ToolCallLimitExceeded,
+                f"tool call limit reached: {limits.max_tool_calls} tool calls",
+            )
         if self.turns >= limits.max_turns:
             self._stop(TurnLimitExceeded, f"turn limit reached: {limits.max_turns} model calls")
         self._check_cost()
@@ -251,8 +293,16 @@ class Run:
                     self._stop(ContextLimitExceeded, f"the provider says: {exc}", cause=exc)
                 compacted = True
                 self._check_cost()
-        self.usage += reply.request_usage()
+        self._spent(reply)
         return self.transcript.with_unique_call_ids(reply)
+
+    def _spent(self, reply: AssistantMessage) -> None:
+        """Adds what the request that got `reply` used to the run's usage, in all and under
+        the model that answered."""
+        usage = reply.request_usage()
+        self.usage += usage
+        model = reply.model or self.config.model.name
+        self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
 
     async def _request_with_retries(self) -> AssistantMessage:
         config = self.config
@@ -271,11 +321,21 @@ class Run:
         def announce(attempt: int, error: ModelError, wait: float) -> None:
             self._emit(ModelRetry(self.turns, attempt, str(error), wait))
 
-        async def call_with_retries() -> AssistantMessage:
+        def moved(failed: Model, next_model: Model, error: ModelError) -> None:
+            self._emit(ModelFallback(self.turns, failed.name, next_model.name, str(error)))
+
+        async def with_retries(model: Model) -> AssistantMessage:
             reply = await retry_model_call(
-                lambda: self._request(request), config.model_retries, config.backoff, announce
+                lambda: self._request(request, model),
+                config.model_retries,
+                config.backoff,
+                announce,
             )
-            return await priced(reply, config.model)  # what the effects see is priced
+            # what the effects see is priced, and names the model that answered
+            return await priced(answered_by(reply, model), model)
+
+        async def call_with_retries() -> AssistantMessage:
+            return await first_answer(config.model, with_retries, moved)
 
         effects = self.effects
         if effects is None:
@@ -283,8 +343,7 @@ class Run:
         model_call = ModelCall(self.run_id, self.turns, config.model.name, request)
         return await effects.model_call(model_call, call_with_retries)
 
-    async def _request(self, request: ModelRequest) -> AssistantMessage:
-        model = self.config.model
+    async def _request(self, request: ModelRequest, model: Model) -> AssistantMessage:
         if not self.streaming:
             return await model.request(request)
         parts = model.stream(request)
@@ -310,7 +369,10 @@ class Run:
         self.usage += Usage(tool_calls=len(reply.tool_calls))
         if self.answer is not None:
             self.answer.expect(reply.tool_calls)
-        batch = await self._dispatch(reply.tool_calls)
+        refused = None
+        if self.budget is not None:
+            refused = {c.id: t for c in reply.tool_calls if (t := self.budget.refusal(c))}
+        batch = await self._dispatch(reply.tool_calls, refused)
         if self._pause_for_decisions(batch) == "paused":
             return "paused"
         checked = self.guard.check_turn(batch.outcomes)
@@ -357,8 +419,7 @@ class Run:
             self.transcript.to_summarise(cut), config.model, config.limits.max_context_tokens * 2
         )
         if reply is not None:
-            reply = await priced(reply, config.model)
-            self.usage += reply.request_usage()
+            self._spent(await priced(reply, config.model))
         summary = self.transcript.summary_for(cut, text)
         self._append(summary)
         after = self.transcript.context_tokens(self.fixed_tokens)
@@ -386,9 +447,11 @@ class Run:
             c
             for c in unanswered
             if c.id not in self.recovered
-            and (c.id in self.decisions or (c.name in tools and tools[c.name].idempotent))
-        ]
-        batch = await self._dispatch(rerun)
+            and (c.id in self.refused
+                 or c.id in self.decisions
+                 or (c.name in tools and tools[c.name].idempotent))
+        ]  # fmt: skip
+        batch = await self._dispatch(rerun, self.refused)
         fresh = {outcome.call.id: outcome.result for outcome in batch.outcomes}
         answers = {
             call.id: self.recovered.get(call.id)
@@ -412,11 +475,20 @@ class Run:
         usage, messages = self.usage, self.transcript.entries
         return RunContext(self.deps, self.run_id, turn, call_id, usage, messages)
 
-    async def _dispatch(self, calls: Sequence[ToolCall]) -> TurnResults:
-        """Answers `calls` (concurrently), each with its context."""
-        return await self.dispatcher.run(
-            calls, self.notify, run_id=self.run_id, turn=self.turns, context_for=self._call_context
-        )
+    async def _dispatch(
+        self, calls: Sequence[ToolCall], refused: Mapping[str, str] | None = None
+    ) -> TurnResults:
+        """Answers `calls` (concurrently), each with its context, those `refused` (by call id)
+        with their refusal; what the calls spent on models (sub-agents) is added to the run's
+        usage as they are answered."""
+        batch = await self.dispatcher.run(
+            calls, self.notify, run_id=self.run_id, turn=self.turns,
+            context_for=self._call_context, refused=refused,
+        )  # fmt: skip
+        for outcome in batch.outcomes:
+            if outcome.usage is not None:
+                self.usage += outcome.usage
+        return batch
 
     def _call_context(self, call: ToolCall) -> RunContext[Any]:
         """The context of a call of the turn being answered."""

@@ -258,10 +258,12 @@ class Native:
     """A reply as its provider sent it, kept so that the same API, endpoint and model can be
     sent it back verbatim (reasoning models refuse a history whose reasoning was rebuilt).
 
-    `api` is "anthropic", "openai-responses" or "openai-chat"; `endpoint` the base URL the reply
-    came from (no trailing slash); `model` the model name that was sent; `content` the provider's
-    JSON for the reply with null values dropped (Anthropic: the `content` array; Responses: the
-    `output` array; Chat Completions: `choices[0].message`); `prefix` a digest of what preceded
+    `api` is "anthropic", "openai-responses", "openai-chat" or "google"; `endpoint` the base URL
+    the reply came from (no trailing slash); `model` the model name that was sent (Gemini: the
+    spec, "google:MODEL" or "vertex:MODEL"); `content` the provider's JSON for the reply with null
+    values dropped (Anthropic: the `content` array; Responses: the `output` array; Chat
+    Completions: `choices[0].message`; Gemini: the candidate's `parts`, signatures base64 as
+    sent); `prefix` a digest of what preceded
     the reply on the wire, for providers that bind reasoning to it (Anthropic).
     """
 
@@ -303,7 +305,10 @@ class AssistantMessage:
     (for finding it in the provider's own logs and traces), when it gave one. `native` is the
     reply as the provider sent it (None for fakes and hand-built messages), sent back verbatim
     only to the same API, endpoint and model; `reasoning_text` the model's readable reasoning,
-    for display only: never sent to a provider as text, never part of the answer.
+    for display only: never sent to a provider as text, never part of the answer. `model` is
+    the spec of the model that produced the reply ("openai:gpt-4.1-mini"; which model of a
+    `Fallback` answered), set by the loop on every reply of a run and None on hand-made
+    messages; it is not part of equality.
     """
 
     text: str = ""
@@ -315,6 +320,7 @@ class AssistantMessage:
     response_id: str | None = None
     native: Native | None = None
     reasoning_text: str = ""
+    model: str | None = field(default=None, compare=False)
     type: ClassVar[str] = "assistant"
 
     def request_usage(self) -> Usage:
@@ -348,6 +354,8 @@ class AssistantMessage:
             out["native"] = self.native.to_dict()
         if self.reasoning_text:
             out["reasoning_text"] = self.reasoning_text
+        if self.model is not None:
+            out["model"] = self.model
         return out
 
     @classmethod
@@ -363,6 +371,7 @@ class AssistantMessage:
             response_id=data.get("response_id"),
             native=Native.from_dict(native) if native is not None else None,
             reasoning_text=data.get("reasoning_text", ""),
+            model=data.get("model"),
         )
 
 

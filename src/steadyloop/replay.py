@@ -66,7 +66,10 @@ async def replay_run(
     logged = store.messages(info.id)
     config = info.config
     if recorded_tools:
-        names = [n for n in config.get("tools", ()) if n != FINAL_ANSWER or output is None]
+        # Every tool the run ever offered: those it started with, and those it gained later.
+        gained = [n for e in events if e.kind == "tools_changed" for n in e.data["tools"]]
+        offered = dict.fromkeys([*config.get("tools", ()), *gained])
+        names = [n for n in offered if n != FINAL_ANSWER or output is None]
         tools = _recorded_tools(names, store.tool_records(info.id).values())
     replies = [m for m in logged[info.history :] if isinstance(m, AssistantMessage)]
     summaries = deque(m.text for m in logged[info.history :] if isinstance(m, Summary))
@@ -137,7 +140,7 @@ def _logged_decisions(
 
 def _first_difference(logged: Sequence[Message], replayed: Sequence[Message]) -> str | None:
     for index, (old, new) in enumerate(zip(logged, replayed, strict=False)):
-        if old.to_dict() != new.to_dict():
+        if _compared(old) != _compared(new):
             return (
                 f"entry {index} differs:\n  logged:   {_preview(old)}\n  replayed: {_preview(new)}"
             )
@@ -147,6 +150,14 @@ def _first_difference(logged: Sequence[Message], replayed: Sequence[Message]) ->
             f"{min(len(logged), len(replayed))} match"
         )
     return None
+
+
+def _compared(message: Message) -> dict[str, Any]:
+    """What a replay compares of an entry: all of it but which model made a reply (a replay's
+    replies are recordings; a log written before replies named their model has none)."""
+    data = message.to_dict()
+    data.pop("model", None)
+    return data
 
 
 def _preview(message: Message) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -31,7 +32,9 @@ class RunResult(Generic[OutputT]):
     (history given plus everything this run added); `stop_reason` is "end_turn" when the model
     answered, "approval" when gated calls wait for a decision (they are in `pending`; nothing
     was raised, continue with `Agent.resume`), the `reason` of the limit that stopped it, or
-    "error" on the partial result a `FatalToolError` carries.
+    "error" on the partial result a `FatalToolError` carries. `usage_by_model` splits this
+    run's model calls (tokens, requests, cost) by the spec of the model that answered them
+    (`AssistantMessage.model`): one entry, or one per model of a `Fallback` that answered.
     """
 
     output: OutputT
@@ -41,6 +44,7 @@ class RunResult(Generic[OutputT]):
     run_id: str | None = None
     text: str = ""
     pending: tuple[PendingCall, ...] = ()
+    usage_by_model: Mapping[str, Usage] = field(default_factory=dict)
     # what `Agent.resume` needs to continue a paused run without a run log
     _pause: Pause | None = field(default=None, repr=False, compare=False)
 

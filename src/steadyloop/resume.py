@@ -89,6 +89,7 @@ def resume_point(store: RunLog, run_id: str, decisions: Decisions | None = None)
         messages=messages,
         turns_used=len(replies),
         usage=usage,
+        usage_by_model=_by_model(replies, info.model),
         recovered=recovered,
         decisions=decided,
         cut_short=cut_short,
@@ -116,6 +117,7 @@ def paused_point(result: RunResult[Any], decisions: Decisions | None) -> RunStar
         messages=_open_calls(result.messages),
         turns_used=pause.turns,
         usage=result.usage,
+        usage_by_model=result.usage_by_model,
         recovered=dict(pause.held),
         decisions=decided,
     )
@@ -141,6 +143,9 @@ def logged_result(store: RunLog, info: RunInfo, output_type: Any = None) -> RunR
         usage=info.usage,
         run_id=info.id,
         text=text,
+        usage_by_model=_by_model(
+            [m for m in messages[info.history :] if isinstance(m, AssistantMessage)], info.model
+        ),
     )
 
 
@@ -171,13 +176,26 @@ def _typed(logged: Any, output_type: Any, run_id: str) -> Any:
         ) from None
 
 
+def _by_model(replies: Sequence[AssistantMessage], model: str) -> dict[str, Usage]:
+    """What `replies` used, by the spec of the model that made each (`model` for a reply
+    logged without one)."""
+    spent: dict[str, Usage] = {}
+    for reply in replies:
+        name = reply.model or model
+        spent[name] = spent.get(name, Usage()) + reply.request_usage()
+    return spent
+
+
 def _spent(events: Sequence[LoggedEvent], history: int) -> Usage:
     """What the run has used, as the loop counted it: the usage logged when it last stopped
-    (a pause), plus each reply logged since, its unreported and cached tokens included."""
+    (a pause), plus each reply logged since, its unreported and cached tokens included, and
+    what each sub-agent call answered since spent."""
     usage = Usage()
     for event in events:
         if event.kind == "finished":
             usage = Usage.from_dict(event.data["usage"])
+        elif event.kind == "tool_finished" and "usage" in event.data:
+            usage += Usage.from_dict(event.data["usage"])
         elif event.kind == "message" and event.data["index"] >= history:
             reply = message_from_dict(event.data["message"])
             if isinstance(reply, AssistantMessage):

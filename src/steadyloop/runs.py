@@ -11,8 +11,10 @@ loop, so other runs on the loop go on meanwhile.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import os
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -30,10 +32,13 @@ if TYPE_CHECKING:
     from steadyloop.events import Event
     from steadyloop.output import FinalAnswer
     from steadyloop.start import RunStart
-    from steadyloop.store import RunLog
+    from steadyloop.store import RunLinks, RunLog
+    from steadyloop.toolchanges import ToolWatch
     from steadyloop.tracing.spans import Tracing
 
 __all__ = [
+    "CALLER",
+    "Caller",
     "IfExists",
     "Launch",
     "existing_run",
@@ -52,7 +57,8 @@ OnEvent = Callable[["Event"], None]
 class Launch:
     """What an agent hands over to run once: its settings as the run starts, a dispatcher with
     every tool the run may call, the run's spans (None: not traced), the `final_answer` tool of
-    a typed answer, the run's `deps` and who is told each event as it happens."""
+    a typed answer, the run's `deps`, who is told each event as it happens, and what the run
+    offers from each toolset (None: no toolsets), to see their tools change."""
 
     config: RunConfig
     dispatcher: Dispatcher
@@ -60,6 +66,7 @@ class Launch:
     answer: FinalAnswer | None
     deps: Any
     on_event: OnEvent | None
+    watch: ToolWatch | None = None
 
 
 Prepare = Callable[[], Awaitable[Launch]]
@@ -106,8 +113,11 @@ async def streamed(
             await asyncio.gather(task, return_exceptions=True)
 
 
-async def start(launch: Launch, start: RunStart, store: RunLog | None) -> RunResult[Any]:
-    """Runs `start` (a fresh run), logged to `store` when there is one."""
+async def start(
+    launch: Launch, start: RunStart, store: RunLog | None, links: RunLinks | None = None
+) -> RunResult[Any]:
+    """Runs `start` (a fresh run), logged to `store` when there is one, with `links` (its
+    session, the run it continues) in its row."""
     check_deps(launch.dispatcher.tools, launch.deps)  # before it is logged: nothing left behind
     notify, commit, run_id = launch.on_event, None, start.run_id
     if store is not None:
@@ -119,6 +129,7 @@ async def start(launch: Launch, start: RunStart, store: RunLog | None) -> RunRes
             history=start.messages,
             config=launch.config.to_dict(tools),
             run_id=run_id,
+            links=links,
         )
         # A run id of the caller's is looked up in the log first: off the event loop.
         run_id = await (asyncio.to_thread(begin) if run_id or store.blocking_io else _now(begin))
@@ -214,7 +225,7 @@ def _run(
     return Run(
         launch.config, launch.dispatcher, start, notify=notify, commit=commit,
         tracing=launch.tracing, streaming=launch.on_event is not None, answer=launch.answer,
-        deps=launch.deps,
+        deps=launch.deps, watch=launch.watch,
     )  # fmt: skip
 
 
@@ -249,11 +260,47 @@ def _committer(
     return functools.partial(store.commit, run_id)
 
 
+class Caller:
+    """The run whose tool calls are being answered, and its log: what a sub-agent a call
+    starts takes from it (the log, the cost budget, the spans).
+
+    Both are held weakly: the contexts of the run's call tasks hold this object, and a task
+    that failed may sit in a reference cycle (its traceback) until the garbage collector runs;
+    the run and its log must not live on with it (a log the agent opened stays open until
+    nothing holds it)."""
+
+    __slots__ = ("_run", "_store")
+
+    def __init__(self, run: Run, store: RunLog | None) -> None:
+        self._run = weakref.ref(run)
+        self._store = None if store is None else weakref.ref(store)
+
+    @property
+    def run(self) -> Run | None:
+        """The calling run (None once it is gone)."""
+        return self._run()
+
+    @property
+    def store(self) -> RunLog | None:
+        """The calling run's log, None when it has none."""
+        return None if self._store is None else self._store()
+
+
+CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+    "steadyloop_caller", default=None
+)
+"""The run the current task works for; its tool calls' tasks inherit it."""
+
+
 async def _traced(run: Run, store: RunLog | None) -> RunResult[Any]:
     """Runs `run` in its logs: the run log, and its spans when it is traced."""
-    if run.tracing is None:
-        return await _logged(run, store)
-    return await run.tracing.run(run.run_id, functools.partial(_logged, run, store))
+    token = CALLER.set(Caller(run, store))
+    try:
+        if run.tracing is None:
+            return await _logged(run, store)
+        return await run.tracing.run(run.run_id, functools.partial(_logged, run, store))
+    finally:
+        CALLER.reset(token)
 
 
 async def _logged(run: Run, store: RunLog | None) -> RunResult[Any]:

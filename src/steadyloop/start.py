@@ -26,8 +26,9 @@ class RunStart:
     """Where a run starts: a prompt after a history (`fresh`), or the point a run stopped at.
 
     `messages` is the history, or the stopped run's whole transcript; `turns_used` and `usage`
-    what it has spent. `recovered` (None for a fresh run) holds the results of calls that
-    finished (logged, or held back by a pause) but may not be in the transcript yet, and
+    what it has spent (`usage_by_model`: split by the model that answered). `recovered` (None
+    for a fresh run) holds the results of calls that finished (logged, or held back by a
+    pause) but may not be in the transcript yet, and
     `decisions` those made for the calls it waits on. `prompt` is set for a stopped run whose
     process died before it logged the prompt as a message (the run's row has it): the run goes
     on by appending it, as it was about to. `cut_short`: the calls of the run's last reply that
@@ -40,6 +41,7 @@ class RunStart:
     messages: tuple[Message, ...] = ()
     turns_used: int = 0
     usage: Usage = field(default_factory=Usage)
+    usage_by_model: Mapping[str, Usage] = field(default_factory=dict)
     recovered: Mapping[str, ToolResult] | None = None
     decisions: Mapping[str, Decision] = field(default_factory=dict)
     cut_short: tuple[tuple[ToolCall, Decision | None], ...] = ()

@@ -13,7 +13,11 @@ __all__ = [
     "AFTER_ATTEMPTS",
     "ALONE",
     "ALREADY_HAVE",
+    "CALL_LIMIT",
     "CANCELLED",
+    "CHILD_LAST_REPLY",
+    "CHILD_PAUSED",
+    "CHILD_STOPPED",
     "CUT_OFF",
     "DENIED",
     "EDITED",
@@ -22,6 +26,7 @@ __all__ = [
     "INTERRUPTED",
     "NOT_AN_OBJECT",
     "NOT_JSON",
+    "NO_BUDGET",
     "NO_DESCRIPTION",
     "NO_NAME",
     "NO_OUTPUT",
@@ -29,6 +34,7 @@ __all__ = [
     "REFUSED",
     "STOPPED",
     "TIMED_OUT",
+    "TOOL_CALL_LIMIT",
     "UNANSWERED",
     "UNKNOWN_TOOL",
     "WAITING",
@@ -85,6 +91,24 @@ ALREADY_HAVE = (
     "you already have this result: {name} was called with these same arguments {count} turns "
     "in a row and returned the same thing each time (see the earlier results). Use it to go on, "
     "or call with other arguments; calling it the same way again stops the run."
+)
+
+# -- call limits (the loop's tool step) ----------------------------------------------------------
+CALL_LIMIT = (
+    "not run: {tool} may be called at most {times} in one run, and it was; use the results you have"
+)
+TOOL_CALL_LIMIT = "not run: the run reached its limit of {limit} tool calls"
+
+# -- sub-agents (`Agent.as_tool`) -----------------------------------------------------------------
+CHILD_STOPPED = "{tool} stopped before answering: {message}"
+CHILD_LAST_REPLY = "\n\nIts last reply:\n{text}"
+CHILD_PAUSED = (
+    "not finished: {tool} waits for approval of {calls} in its run {run_id}, which is resumed on "
+    "its own; go on without its answer"
+)
+NO_BUDGET = (
+    "not run: the run has spent its cost budget (${cost} of max_cost_usd={limit}), so "
+    "{tool} was not started"
 )
 
 # -- tools ----------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ sync tools are the toolbox's, shared by every run of the agent.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from steadyloop.tools import Tool, Toolset, check_unique_names
 
 if TYPE_CHECKING:
     from steadyloop.config import RunConfig
+    from steadyloop.toolchanges import Listing, ToolWatch
     from steadyloop.tracing.spans import Tracing
 
 __all__ = ["Toolbox"]
@@ -39,12 +39,23 @@ class Toolbox:
         """A dispatcher of every tool (the toolsets' started), `answer` among them when given,
         each call run with `config`'s settings and effects (inside the run's spans when it is
         traced)."""
+        return (await self.for_run(config, tracing, answer))[0]
+
+    async def for_run(
+        self, config: RunConfig, tracing: Tracing | None = None, answer: Tool | None = None
+    ) -> tuple[Dispatcher, ToolWatch | None]:
+        """`dispatcher`, and what the run offers from each toolset, to see their tools change
+        (None without toolsets)."""
         plain = not self._toolsets and tracing is None and answer is None
         key = (config.effects, config.tool_timeout, config.max_tool_output, config.backoff)
         if plain and self._plain is not None and self._plain[0] == key:
-            return self._plain[1]
-        started = await asyncio.gather(*(toolset.tools() for toolset in self._toolsets))
-        tools = (*self._tools, *(tool for tools in started for tool in tools))
+            return self._plain[1], None
+        listings: tuple[Listing, ...] = ()
+        if self._toolsets:  # imported only by agents that have toolsets
+            from steadyloop.toolchanges import list_toolsets
+
+            listings = await list_toolsets(self._toolsets)
+        tools = (*self._tools, *(tool for listing in listings for tool in listing.tools))
         tools = tools if answer is None else (*tools, answer)
         check_unique_names(tools)
         effects = config.effects if tracing is None else tracing.around(config.effects)
@@ -58,7 +69,11 @@ class Toolbox:
         )
         if plain:
             self._plain = (key, dispatcher)
-        return dispatcher
+        if not listings:
+            return dispatcher, None
+        from steadyloop.toolchanges import ToolWatch
+
+        return dispatcher, ToolWatch(listings)
 
     async def aclose(self) -> None:
         """Stops the toolsets (MCP servers) and the threads of sync tools."""

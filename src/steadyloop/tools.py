@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from steadyloop import texts
 from steadyloop.errors import ConfigError
-from steadyloop.messages import ArgumentsError, Image
+from steadyloop.messages import ArgumentsError, Image, Usage
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -53,11 +53,13 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True)
 class ToolOutput:
-    """A tool's return value rendered for the model, before truncation."""
+    """A tool's return value rendered for the model, before truncation. `usage`: what the call
+    spent on models (a sub-agent's run), added to the calling run's usage."""
 
     text: str
     images: tuple[Image, ...] = ()
     is_error: bool = False
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +80,8 @@ class Tool:
     reads (None: the agent's `max_tool_output`); `sequential` calls never overlap each other;
     `idempotent` calls may be run again when a resumed run finds them unfinished; `approve`
     gates calls on a decision (`Agent(approver=...)`, or a paused run resumed with one):
-    True for every call, or `fn(arguments) -> bool` for some.
+    True for every call, or `fn(arguments) -> bool` for some. `max_calls`: how many calls of
+    the tool one run may make (None: no limit); the calls after it are answered "not run".
     `context_types` maps each parameter the dispatcher fills in with the call's `RunContext`
     (after `bind`, which leaves them out) to the deps type it expects.
     """
@@ -94,9 +97,16 @@ class Tool:
         sequential: bool = False,
         idempotent: bool = False,
         approve: Gate = False,
+        max_calls: int | None = None,
     ) -> None:
         if not spec.name:
             raise ConfigError("a tool needs a non-empty name")
+        if max_calls is not None and (
+            isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 1
+        ):
+            raise ConfigError(
+                f"tool {spec.name!r}: max_calls must be a positive int or None, got {max_calls!r}"
+            )
         if timeout is not None and timeout <= 0:
             raise ConfigError(f"tool {spec.name!r}: timeout must be > 0 seconds, got {timeout}")
         if retries < 0:
@@ -111,6 +121,7 @@ class Tool:
         self.sequential = sequential
         self.idempotent = idempotent
         self.approve = approve
+        self.max_calls = max_calls
         self.context_types: Mapping[str, Any] = {}
 
     @property
@@ -150,12 +161,21 @@ class Toolset:
     """A source of tools that must be started first (an MCP server, say).
 
     The agent calls `tools()` once per run before the first model call, and `aclose()` when the
-    caller closes the agent. Subclasses start lazily in `tools()`.
+    caller closes the agent. Subclasses start lazily in `tools()`. A toolset whose tools may
+    have changed calls `tools_changed()`: every run using it calls `tools()` again before its
+    next model call, and offers the new list from then on.
     """
+
+    revision = 0
+    """How many times this toolset said its tools changed."""
 
     async def tools(self) -> Sequence[Tool]:
         """The tools this source offers; starts it if needed. Raises `ConfigError` on failure."""
         raise NotImplementedError
+
+    def tools_changed(self) -> None:
+        """Says the tools may have changed since `tools()` last returned them."""
+        self.revision += 1
 
     async def aclose(self) -> None:
         """Stops whatever `tools()` started; safe to call more than once."""
@@ -196,6 +216,7 @@ class FunctionTool(Tool):
         sequential: bool = False,
         idempotent: bool = False,
         approve: Gate = False,
+        max_calls: int | None = None,
     ) -> None:
         from steadyloop.schema import describe_function
 
@@ -210,6 +231,7 @@ class FunctionTool(Tool):
             sequential=sequential,
             idempotent=idempotent,
             approve=approve,
+            max_calls=max_calls,
         )
         self.fn = fn
         self.context_types = context_types
@@ -254,6 +276,7 @@ def tool(
     sequential: bool = False,
     idempotent: bool = False,
     approve: Gate = False,
+    max_calls: int | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -270,6 +293,7 @@ def tool(
     sequential: bool = False,
     idempotent: bool = False,
     approve: Gate = False,
+    max_calls: int | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Makes a function a tool: `@tool` or `@tool(timeout=30, retries=2, ...)`.
 
@@ -286,6 +310,8 @@ def tool(
         idempotent: safe to run again when a resumed run finds the call unfinished.
         approve: True to have every call approved before it runs, or `fn(arguments) -> bool`
             for the calls that need it (see `Agent(approver=...)` and `Agent.resume`).
+        max_calls: how many times one run may call it (default: no limit); each call after
+            that is answered "not run: NAME may be called at most N times in one run".
     """
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
@@ -300,6 +326,7 @@ def tool(
             sequential=sequential,
             idempotent=idempotent,
             approve=approve,
+            max_calls=max_calls,
         )
 
     return wrap(fn) if fn is not None else wrap

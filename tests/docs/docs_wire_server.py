@@ -1,7 +1,7 @@
-"""A local stand-in for the OpenAI Chat Completions and Anthropic Messages APIs, for the docs'
-provider snippets: they run unchanged (`Agent("openai:gpt-4.1-mini")`, `"anthropic:..."`,
-`"ollama:..."`) with the SDKs talking to 127.0.0.1 through `OPENAI_BASE_URL`,
-`ANTHROPIC_BASE_URL` and `OLLAMA_HOST`.
+"""A local stand-in for the OpenAI Chat Completions, Anthropic Messages and Gemini APIs, for the
+docs' provider snippets: they run unchanged (`Agent("openai:gpt-4.1-mini")`, `"anthropic:..."`,
+`"ollama:..."`, `"google:..."`) with the SDKs talking to 127.0.0.1 through `OPENAI_BASE_URL`,
+`ANTHROPIC_BASE_URL`, `OLLAMA_HOST` and `GOOGLE_GEMINI_BASE_URL`.
 
 It answers as `TestModel` does: a request that offers tools and carries no tool results since
 the user's message gets one call to every tool, with arguments made from its schema; any other
@@ -48,8 +48,10 @@ class WireServer:
         self.requests.append((path, body))
         if path.endswith("/chat/completions"):
             return 200, _chat_reply(body)
-        if path.endswith("/messages"):
+        if path.endswith("/messages") or path.endswith("/invoke"):  # Anthropic, Bedrock
             return 200, _anthropic_reply(body)
+        if path.endswith(":generateContent"):
+            return 200, _gemini_reply(body)
         return 404, {"error": {"message": f"no such endpoint: {path}", "type": "not_found"}}
 
 
@@ -134,6 +136,32 @@ def _anthropic_reply(body: JSON) -> JSON:
         "stop_reason": "tool_use" if calls else "end_turn",
         "stop_sequence": None,
         "usage": {"input_tokens": 20, "output_tokens": 5},
+    }
+
+
+def _gemini_reply(body: JSON) -> JSON:
+    tools = [
+        {"name": d["name"], "parameters": d.get("parametersJsonSchema", {})}
+        for tool in body.get("tools", ())
+        for d in tool.get("functionDeclarations", ())
+    ]
+    last = body["contents"][-1]["parts"]
+    results = [
+        json.dumps(p["functionResponse"]["response"]) for p in last if "functionResponse" in p
+    ]
+    calls = _plan(tools, results or None)
+    parts: list[JSON]
+    if calls:
+        parts = [
+            {"functionCall": {"name": t["name"], "args": example_arguments(t["parameters"])}}
+            for t in calls
+        ]
+    else:
+        parts = [{"text": _text(results)}]
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 5},
+        "responseId": "docs",
     }
 
 

@@ -44,8 +44,10 @@ GUIDES = [
     "images-and-documents.md",
     "approvals.md",
     "run-log.md",
+    "sessions.md",
     "tracing.md",
     "scaling.md",
+    "evals.md",
     "testing.md",
     "coming-from.md",
 ]
@@ -90,7 +92,12 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: WireServer) -
     monkeypatch.setenv("ANTHROPIC_BASE_URL", wire.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", wire.api_key)
     monkeypatch.setenv("OLLAMA_HOST", wire.url)
-    for name in ("STEADYLOOP_MODEL", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+    monkeypatch.setenv("ANTHROPIC_BEDROCK_BASE_URL", wire.url)
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", wire.api_key)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", wire.url)
+    monkeypatch.setenv("GEMINI_API_KEY", wire.api_key)
+    for name in ("STEADYLOOP_MODEL", "OTEL_EXPORTER_OTLP_ENDPOINT", "GOOGLE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 

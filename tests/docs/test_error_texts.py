@@ -29,6 +29,11 @@ ERROR_RESULTS = (
     "INTERRUPTED",
     "DENIED",
     "WAITING",
+    "CALL_LIMIT",
+    "TOOL_CALL_LIMIT",
+    "CHILD_STOPPED",
+    "CHILD_PAUSED",
+    "NO_BUDGET",
 )
 
 

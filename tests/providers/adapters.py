@@ -1,6 +1,7 @@
 """Each provider adapter with its fake server, behind one face, so one test holds every
 adapter to the same contract: the OpenAI Chat Completions and Responses adapters against
-`FakeOpenAI`, the Anthropic adapter against `FakeAnthropic`.
+`FakeOpenAI`, the Anthropic adapter against `FakeAnthropic`, the Gemini adapter against
+`FakeGemini`.
 
 An `Adapter` makes the model under test (talking to its fake with a valid key) and scripts
 its fake's next answers in the adapter's own wire shapes: a reply, a server error, a rate
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from provider_anthropic import anthropic_fake_server as claude
+from provider_google import gemini_fake_server as gemini
 from provider_openai import openai_fake_server as openai
 from steadyloop import Agent
 from steadyloop.models.base import Model
@@ -207,3 +209,55 @@ class AnthropicAdapter(Adapter):
         return AnthropicModel(
             "claude-fake", base_url=f"http://127.0.0.1:{closed_port()}", api_key="k"
         )
+
+
+class GoogleAdapter(Adapter):
+    """`GoogleModel` against `FakeGemini`."""
+
+    key_variable = "GEMINI_API_KEY"
+    unavailable_text = "The model is overloaded"
+    rejected_key_text = gemini.KEY_TEXT
+
+    def __init__(self, fake: gemini.FakeGemini) -> None:
+        self.fake = fake
+
+    def model(self, **options: Any) -> Model:
+        model: Model = gemini.model_for(self.fake, **options)
+        return model
+
+    def queue(self, *answers: Scripted) -> None:
+        self.fake.queue(*answers)
+
+    @property
+    def requests(self) -> int:
+        return len(self.fake.requests)
+
+    def answer(self, text: str) -> Scripted:
+        return gemini.reply(gemini.text(text))
+
+    def unavailable(self, headers: Mapping[str, str] = {}) -> Scripted:
+        return gemini.unavailable(headers)
+
+    def rate_limited(self, headers: Mapping[str, str] = {}) -> Scripted:
+        return gemini.rate_limited(headers=headers)
+
+    def cut_stream(self) -> Scripted:
+        return gemini.reply(gemini.text("a whole answer"), broken=True)
+
+    def drip(self, seconds: float) -> Scripted:
+        return gemini.reply(gemini.text("too late"), drip=seconds)
+
+    def stall(self, seconds: float) -> Scripted:
+        return gemini.reply(gemini.text("too late"), delay=seconds)
+
+    def page(self, html: str) -> Scripted:
+        return gemini.Reply(page=html)
+
+    def not_a_reply(self, data: dict[str, Any]) -> Scripted:
+        return gemini.Reply(raw=data)
+
+    def with_wrong_key(self, **options: Any) -> Model:
+        return self.model(api_key="wrong-key", **options)
+
+    def unreachable(self) -> Model:
+        return self.model(base_url=f"http://127.0.0.1:{closed_port()}")

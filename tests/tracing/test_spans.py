@@ -104,6 +104,7 @@ async def test_a_run_is_an_invoke_agent_span_over_chat_and_execute_tool_spans(
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": "openai",
         "gen_ai.request.model": "gpt-4.1-mini",
+        "gen_ai.response.model": "gpt-4.1-mini",
         "gen_ai.response.id": "chatcmpl-1",
         "gen_ai.response.finish_reasons": ("tool_use",),
         "gen_ai.usage.input_tokens": 100,

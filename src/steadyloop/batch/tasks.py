@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from steadyloop.errors import ConfigError
+from steadyloop.messages import Prompt
 
 __all__ = ["BadTask", "Task", "read_tasks"]
 
@@ -26,10 +27,11 @@ needs nothing from the driver's environment."""
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """One run to make: its prompt and the options (`deps`, `output`) its task gave."""
+    """One run to make: its prompt (text, or text, image and document parts: an eval's cases
+    give those) and the options (`deps`, `output`) its task gave."""
 
     id: str
-    prompt: str
+    prompt: Prompt
     options: Mapping[str, Any] = field(default_factory=dict)
 
 

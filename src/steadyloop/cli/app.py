@@ -13,8 +13,11 @@ from typing import Any, BinaryIO
 import click
 
 from steadyloop.cli.batch import batch, render_batch
+from steadyloop.cli.chat import chat, continued_run, logged_settings
 from steadyloop.cli.common import EXIT_ERROR, guard, run_to_exit
 from steadyloop.cli.decide import check_decisions, decisions_from_options, resuming_agent
+from steadyloop.cli.eval import eval_
+from steadyloop.cli.mcp_serve import mcp_group
 from steadyloop.cli.options import logged_tools_option, settings_option, store_option
 from steadyloop.cli.setup import (
     build_agent,
@@ -38,6 +41,9 @@ def cli() -> None:
 
 
 cli.add_command(batch)
+cli.add_command(eval_)
+cli.add_command(mcp_group)
+cli.add_command(chat)
 
 
 @cli.command()
@@ -60,12 +66,19 @@ cli.add_command(batch)
     "--model",
     default=None,
     help="model spec: openai:MODEL, openai-responses:MODEL, anthropic:MODEL, "
-    "ollama:MODEL or test (default: $STEADYLOOP_MODEL)",
+    "google:MODEL, vertex:MODEL, bedrock:MODEL, ollama:MODEL, fallback:SPEC,SPEC... or test "
+    "(default: $STEADYLOOP_MODEL)",
 )
 @click.option("--instructions", default=None, help="the system prompt")
 @click.option("--max-turns", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option(
     "--max-context-tokens", type=click.IntRange(min=1), default=150_000, show_default=True
+)
+@click.option(
+    "--max-tool-calls",
+    type=click.IntRange(min=1),
+    default=None,
+    help="tool calls the run may make; past them it stops (exit code 3)",
 )
 @click.option(
     "--max-tool-output",
@@ -98,13 +111,44 @@ cli.add_command(batch)
 )
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--no-log", is_flag=True, help="do not write the run log")
+@click.option(
+    "--session",
+    default=None,
+    metavar="NAME",
+    help="go on with this session's conversation (a new name starts one)",
+)
+@click.option(
+    "-c",
+    "--continue",
+    "continue_",
+    is_flag=True,
+    help="go on with the newest run's conversation (its session, if it has one)",
+)
 @store_option
 def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url: tuple[str, ...],
         model: str | None, instructions: str | None, max_turns: int, max_context_tokens: int,
-        max_tool_output: int, settings: dict[str, Any], output: str | None,
-        images: tuple[str, ...], ask: bool, as_json: bool, no_log: bool,
-        store_url: str | None) -> None:  # fmt: skip
+        max_tool_calls: int | None, max_tool_output: int, settings: dict[str, Any],
+        output: str | None, images: tuple[str, ...], ask: bool, as_json: bool, no_log: bool,
+        session: str | None, continue_: bool, store_url: str | None) -> None:  # fmt: skip
     """Run an agent on PROMPT ('-' reads it from stdin) and print its answer."""
+    if continue_ and session is not None:
+        raise click.UsageError("give --session or -c/--continue, not both")
+    if no_log and (continue_ or session is not None):
+        raise click.UsageError("--session and -c/--continue read the run log: drop --no-log")
+    if session == "":
+        raise click.UsageError("--session needs a name")
+    store = None if no_log else guard(lambda: open_store(store_url))
+    previous = (
+        guard(lambda: continued_run(store, session, continue_)) if store is not None else None
+    )
+    fork_from = None
+    if continue_ and previous is not None:
+        session, fork_from = previous.session, None if previous.session else previous.id
+    chosen = logged_settings(
+        previous,
+        {"model": model, "tool_files": list(tool_files), "mcp": list(mcp),
+         "mcp_url": list(mcp_url), "instructions": instructions},
+    )  # fmt: skip
     if prompt == "-":
         prompt = _read_stdin().strip()
         if not prompt:
@@ -113,19 +157,28 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
     parts: list[str | Image] = [prompt, *(_image(file) for file in images)]
     agent = guard(
         lambda: build_agent(
-            model=model,
-            tool_files=tool_files,
-            mcp=mcp,
-            mcp_url=mcp_url,
-            instructions=instructions,
-            limits=Limits(max_turns=max_turns, max_context_tokens=max_context_tokens),
+            model=chosen["model"],
+            tool_files=chosen["tool_files"],
+            mcp=chosen["mcp"],
+            mcp_url=chosen["mcp_url"],
+            instructions=chosen["instructions"],
+            limits=Limits(
+                max_turns=max_turns,
+                max_context_tokens=max_context_tokens,
+                max_tool_calls=max_tool_calls,
+            ),
             max_tool_output=max_tool_output,
-            store=None if no_log else open_store(store_url),
+            store=store,
             settings=settings,
             output=output,
         )
     )
-    run_to_exit(agent, lambda notify: agent.run(parts, on_event=notify), as_json, ask=ask)
+    run_to_exit(
+        agent,
+        lambda notify: agent.run(parts, on_event=notify, session=session, fork_from=fork_from),
+        as_json,
+        ask=ask,
+    )
 
 
 @cli.command()
@@ -185,13 +238,21 @@ def resume(
 @cli.command()
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--batch", "batch_name", metavar="NAME", help="count the runs of a batch by status")
+@click.option("--session", metavar="NAME", help="list the runs of this session, oldest first")
 @store_option
-def logs(limit: int, batch_name: str | None, store_url: str | None) -> None:
+def logs(limit: int, batch_name: str | None, session: str | None, store_url: str | None) -> None:
     """List recent runs: id, when, model, turns, tokens, how each ended."""
+    if batch_name is not None and session is not None:
+        raise click.UsageError("give --batch or --session, not both")
     if store_url is None and not store_path().exists():
-        click.echo(render_batch(batch_name, []) if batch_name else render_runs([]))
+        empty = f"no runs in session {session}" if session is not None else render_runs([])
+        click.echo(render_batch(batch_name, []) if batch_name else empty)
         return
     store = guard(lambda: open_store(store_url, read_only=True))
+    if session is not None:
+        turns = guard(lambda: store.session(session))
+        click.echo(render_runs(turns) if turns else f"no runs in session {session}")
+        return
     if batch_name is not None:
         runs = guard(lambda: store.runs_with_prefix(f"{batch_name}:", limit=sys.maxsize))
         click.echo(render_batch(batch_name, runs))

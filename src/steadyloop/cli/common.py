@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from steadyloop.cli.approve import terminal_approver
+from steadyloop.cli.elicit import ask_on_terminal
 from steadyloop.cli.live import make_view
 from steadyloop.cli.otlp import otlp_export
 from steadyloop.errors import LimitExceeded, SteadyloopError
@@ -36,6 +37,7 @@ __all__ = [
     "EXIT_PAUSED",
     "Failure",
     "guard",
+    "print_waiting",
     "run_to_exit",
 ]
 
@@ -79,6 +81,8 @@ def run_to_exit(
             with _sigterm_cancels_this_task(), make_view() as view:
                 if ask and sys.stdin.isatty():
                     agent.approver = terminal_approver(view)
+                if sys.stdin.isatty():
+                    ask_on_terminal(agent, view)  # MCP servers' requests for input
 
                 def on_event(event: Event) -> None:
                     if isinstance(event, RunStarted) and event.run_id and not seen:
@@ -104,12 +108,12 @@ def run_to_exit(
         raise Failure(f"{exc}{hint}") from None
     _print_answer(result, as_json=as_json)
     if result.stop_reason == "approval":
-        _print_waiting(result)
+        print_waiting(result)
         sys.exit(EXIT_PAUSED)
     sys.exit(EXIT_ANSWERED)
 
 
-def _print_waiting(result: RunResult[Any]) -> None:
+def print_waiting(result: RunResult[Any]) -> None:
     """The calls a paused run waits on, and how to decide them, on stderr."""
     lines = ["waiting for approval:"]
     for call in result.pending:

@@ -13,18 +13,21 @@ import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Protocol
 
-from steadyloop.cli.show import format_cost
+from steadyloop.cli.show import format_cost, tools_changed_line
 from steadyloop.events import (
     CallDecided,
     Compacted,
     Event,
     MessageAdded,
+    ModelFallback,
     ModelRequestStarted,
     ModelRetry,
     RunFinished,
     RunStarted,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
+    ToolsChanged,
 )
 from steadyloop.messages import ArgumentsError, AssistantMessage, ToolCall
 from steadyloop.store.ids import short_id
@@ -112,8 +115,17 @@ def _plain_line(event: Event) -> str | None:
         mark = "✗" if event.is_error else "✓"
         note = " (truncated)" if event.truncated else ""
         return f"  {mark} {event.call.name} {event.duration:.2f}s{note}"
+    if isinstance(event, ToolProgress):
+        return f"  … {event.call.name} {_progress(event)}"
+    if isinstance(event, ToolsChanged):
+        return tools_changed_line(
+            {"source": event.source, "added": event.added, "removed": event.removed,
+             "changed": event.changed}
+        )  # fmt: skip
     if isinstance(event, ModelRetry):
         return f"model call failed ({event.error}); attempt {event.attempt} in {event.wait:.1f}s"
+    if isinstance(event, ModelFallback):
+        return f"⇢ {event.failed} failed ({event.error}); trying {event.next}"
     if isinstance(event, CallDecided):
         return (
             f"  {_DECIDED.get(event.decision, event.decision)}: {event.call.name} [{event.call.id}]"
@@ -126,6 +138,12 @@ def _plain_line(event: Event) -> str | None:
     if isinstance(event, RunFinished) and event.result.usage.cost_usd is not None:
         return f"cost {format_cost(event.result.usage.cost_usd)}"
     return None
+
+
+def _progress(event: ToolProgress) -> str:
+    """How far a call got, as the server said: "2/3 copying" (or "2 copying" without a total)."""
+    done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "")
+    return f"{done} {event.message}" if event.message else done
 
 
 class LiveView:
@@ -141,6 +159,7 @@ class LiveView:
         self.max_tokens = 1
         self.cost: float | None = None
         self.calls: dict[str, tuple[ToolCall, float, ToolCallFinished | None]] = {}
+        self.progress: dict[str, str] = {}  # what a running call last said of its progress
         self.notes: list[str] = []
         # get_renderable: re-rendered on every refresh, so running calls' timers move
         self.live = Live(console=self.console, refresh_per_second=8, get_renderable=self._render)
@@ -169,6 +188,9 @@ class LiveView:
             self.turn = event.turn
             self.tokens, self.max_tokens = event.context_tokens, event.max_context_tokens
             self.calls.clear()
+            self.progress.clear()
+        elif isinstance(event, ToolProgress):
+            self.progress[event.call.id] = _progress(event)
         elif isinstance(event, ToolCallStarted):
             self.calls[event.call.id] = (event.call, time.monotonic(), None)
         elif isinstance(event, ToolCallFinished):
@@ -202,6 +224,8 @@ class LiveView:
             if finished is None:
                 status: RenderableType = Spinner("dots")
                 timing = f"{time.monotonic() - started:.1f}s"
+                if call.id in self.progress:
+                    timing += f"  {self.progress[call.id]}"
             else:
                 status = "[red]✗[/red]" if finished.is_error else "[green]✓[/green]"
                 timing = f"{finished.duration:.2f}s"

@@ -26,6 +26,7 @@ __all__ = [
     "format_tokens",
     "render_runs",
     "render_transcript",
+    "tools_changed_line",
     "transcript_json",
 ]
 
@@ -101,6 +102,7 @@ def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[s
     yield f"run {info.id} · {info.model} · {info.status}" + (
         f" ({info.stop_reason})" if info.stop_reason else ""
     )
+    yield from _link_lines(store, info)
     if info.status != "running":
         yield f"tokens {format_tokens(info.usage)} · cost {format_cost(info.usage.cost_usd)}"
     if info.error:
@@ -118,12 +120,16 @@ def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[s
             yield from _result_lines(record.result, record, record.duration, full=full)
         elif event.kind == "model_retry":
             yield f"  ↻ model call failed ({data['error']}); attempt {data['attempt']}"
+        elif event.kind == "model_fallback":
+            yield f"  ⇢ {data['failed']} failed ({data['error']}); trying {data['next']}"
         elif event.kind == "limit":
             yield f"\n■ stopped: {data['message']}"
         elif event.kind == "instructions":
             yield f"instructions: {data['text']}"
         elif event.kind == "decision":
             yield _decision_line(data)
+        elif event.kind == "tools_changed":
+            yield tools_changed_line(data)
         elif event.kind == "finished" and data["stop_reason"] == "approval":
             yield "■ paused: waiting for approval"
         elif event.kind == "message":
@@ -132,7 +138,25 @@ def _transcript_lines(store: RunLog, info: RunInfo, *, full: bool) -> Iterator[s
                 yield f"\n── {info.history} messages of earlier history above ──"
             if _shown_already(message, finished, shown):
                 continue
+            if isinstance(message, AssistantMessage) and message.model not in (None, info.model):
+                yield f"answered by {message.model}"
             yield from _message_lines(message, finished, full=full)
+
+
+def _link_lines(store: RunLog, info: RunInfo) -> Iterator[str]:
+    """How the run is linked to others: its session and place in it, the run it continued, the
+    run and call that started it (a sub-agent's), and the sub-agent runs it started."""
+    previous = f"previous run {short_id(info.previous_run_id)}" if info.previous_run_id else ""
+    if info.session is not None:
+        runs = [run.id for run in store.session(info.session)]
+        place = f"run {runs.index(info.id) + 1} of {len(runs)}" if info.id in runs else ""
+        yield " · ".join(part for part in (f"session {info.session}", place, previous) if part)
+    elif previous:
+        yield f"continues {previous}"
+    if info.parent_run_id is not None:
+        yield f"sub-agent of run {short_id(info.parent_run_id)}, call {info.parent_call_id}"
+    for child in store.children(info.id):
+        yield f"sub-agent run {short_id(child.id)} answered call {child.parent_call_id}"
 
 
 def _shown_already(message: Any, finished: Mapping[str, ToolRecord], shown: set[str]) -> bool:
@@ -140,6 +164,17 @@ def _shown_already(message: Any, finished: Mapping[str, ToolRecord], shown: set[
     if not isinstance(message, ToolResult) or message.call_id not in shown:
         return False
     return bool(message == finished[message.call_id].result)
+
+
+def tools_changed_line(data: Mapping[str, Any]) -> str:
+    """One line for a toolset whose tools changed: "tools changed (SOURCE): added a, b;
+    removed c"."""
+    parts = [
+        f"{what} {', '.join(data[what])}"
+        for what in ("added", "removed", "changed")
+        if data.get(what)
+    ]
+    return f"tools changed ({data['source']}): {'; '.join(parts)}"
 
 
 def _decision_line(data: Mapping[str, Any]) -> str:
@@ -206,6 +241,10 @@ def transcript_json(store: RunLog, run_id: str) -> str:
                 "error": info.error,
                 "usage": info.usage.as_json(),
                 "config": info.config,
+                "session": info.session,
+                "previous_run_id": info.previous_run_id,
+                "parent_run_id": info.parent_run_id,
+                "parent_call_id": info.parent_call_id,
             },
             "events": [
                 {"seq": e.seq, "at": e.at, "kind": e.kind, "data": e.data}

@@ -38,7 +38,7 @@ from steadyloop.effects import Effects, ModelCall, ToolInvocation
 from steadyloop.errors import ConfigError
 from steadyloop.events import Event, TextDelta, ToolCallDelta
 from steadyloop.messages import AssistantMessage, Message, Usage
-from steadyloop.store import LoggedEvent, RunInfo, RunLog, ToolRecord
+from steadyloop.store import LoggedEvent, RunInfo, RunLinks, RunLog, ToolRecord
 
 if TYPE_CHECKING:
     from steadyloop.agent import Agent
@@ -166,6 +166,7 @@ class WorkflowLog:
         history: Sequence[Message],
         config: Mapping[str, Any],
         run_id: str | None = None,
+        links: RunLinks | None = None,
     ) -> str:
         workflow = DBOS.workflow_id
         run_id = run_id if run_id is not None else workflow
@@ -174,7 +175,7 @@ class WorkflowLog:
             self.log.mark(run_id, "running")
             return run_id
         return self.log.start_run(
-            model=model, prompt=prompt, history=history, config=config, run_id=run_id
+            model=model, prompt=prompt, history=history, config=config, run_id=run_id, links=links
         )
 
     def recorder(
@@ -228,6 +229,15 @@ class WorkflowLog:
 
     def find(self, run_id: str) -> RunInfo | None:
         return _recorded("steadyloop:find", lambda: self.log.find(run_id))
+
+    def session(self, name: str) -> list[RunInfo]:
+        return _recorded("steadyloop:session", lambda: self.log.session(name))
+
+    def latest(self, session: str) -> RunInfo | None:
+        return _recorded("steadyloop:latest", lambda: self.log.latest(session))
+
+    def children(self, run_id: str) -> list[RunInfo]:
+        return self.log.children(run_id)
 
     def runs_with_prefix(self, prefix: str, limit: int = 2) -> list[RunInfo]:
         return self.log.runs_with_prefix(prefix, limit)

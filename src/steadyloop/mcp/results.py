@@ -21,12 +21,12 @@ from steadyloop.tools import NO_OUTPUT_TEXT, ToolOutput
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
 
-__all__ = ["render_result"]
+__all__ = ["block_text", "render_result"]
 
 
 def render_result(result: CallToolResult) -> ToolOutput:
     """The text and images of one MCP result; `is_error` as the server set it."""
-    from mcp.types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
+    from mcp.types import ImageContent, TextContent
 
     parts: list[str] = []
     images: list[Image] = []
@@ -38,19 +38,31 @@ def render_result(result: CallToolResult) -> ToolOutput:
         elif isinstance(block, ImageContent):
             images.append(Image(block.mime_type, block.data))
             parts.append(f"[image {len(images)}: {block.mime_type}, {_size(block.data)}]")
-        elif isinstance(block, AudioContent):
-            parts.append(f"[audio: {block.mime_type}, {_size(block.data)}; not shown]")
-        elif isinstance(block, ResourceLink):
-            parts.append(_link(block.name, block.uri, block.mime_type, block.description))
-        elif isinstance(block, EmbeddedResource):
-            parts.append(_resource(block.resource))
         else:
-            parts.append(f"[{getattr(block, 'type', 'unknown')} content: not shown]")
+            parts.append(block_text(block))
     structured = result.structured_content
     if structured is not None and not has_text:
         parts.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
     text = "\n".join(parts) if parts else NO_OUTPUT_TEXT
     return ToolOutput(text, tuple(images), bool(result.is_error))
+
+
+def block_text(block: Any) -> str:
+    """The line the model reads for a content block that is neither text nor an image (for an
+    image: a note naming it)."""
+    from mcp.types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
+
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ImageContent):
+        return f"[image: {block.mime_type}, {_size(block.data)}]"
+    if isinstance(block, AudioContent):
+        return f"[audio: {block.mime_type}, {_size(block.data)}; not shown]"
+    if isinstance(block, ResourceLink):
+        return _link(block.name, block.uri, block.mime_type, block.description)
+    if isinstance(block, EmbeddedResource):
+        return _resource(block.resource)
+    return f"[{getattr(block, 'type', 'unknown')} content: not shown]"
 
 
 def _link(name: str, uri: Any, mime_type: str | None, description: str | None) -> str:

@@ -1,7 +1,9 @@
 """Model adapters, and the spec strings that name them.
 
 `openai:MODEL` (Chat Completions), `openai-responses:MODEL`, `anthropic:MODEL`,
-`ollama:MODEL` (any OpenAI-compatible server), `test` (the offline `TestModel`). Each provider
+`ollama:MODEL` (any OpenAI-compatible server), `google:MODEL` (the Gemini API),
+`vertex:MODEL` (Gemini on Vertex AI), `bedrock:MODEL` (Claude on Amazon Bedrock),
+`fallback:A,B` (a `Fallback` chain of those), `test` (the offline `TestModel`). Each provider
 lives in its own module, imported only when its spec is used, so `import steadyloop` stays fast
 and a missing SDK is reported only to those who need it.
 """
@@ -24,6 +26,10 @@ PROVIDERS: dict[str, str] = {
     "openai-responses": "steadyloop.models.openai_responses",
     "anthropic": "steadyloop.models.anthropic",
     "ollama": "steadyloop.models.ollama",
+    "google": "steadyloop.models.google",
+    "vertex": "steadyloop.models.vertex",
+    "bedrock": "steadyloop.models.bedrock",
+    "fallback": "steadyloop.fallback",
 }
 
 NO_MODEL_HINT = (

@@ -41,7 +41,7 @@ from steadyloop.retry import retry_after
 from steadyloop.secrets import Redactor, clean_key, secrets_kept, shown_location
 
 if TYPE_CHECKING:
-    from anthropic import AsyncAnthropic
+    from anthropic import AsyncAnthropic, AsyncAnthropicBedrock
 
 __all__ = ["AnthropicModel", "error_from_response", "from_spec"]
 
@@ -109,7 +109,7 @@ class AnthropicModel(Model):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        client: AsyncAnthropic | None = None,
+        client: AsyncAnthropic | AsyncAnthropicBedrock | None = None,
         max_tokens: int = 4096,
         max_retries: int = 0,
         timeout: float = 600.0,
@@ -139,7 +139,7 @@ class AnthropicModel(Model):
                 api_key=key, auth_token=token, base_url=base_url, max_retries=max_retries
             )
         self._client = client
-        self._redact = Redactor([client.api_key, client.auth_token])
+        self._redact = Redactor([client.api_key, getattr(client, "auth_token", None)])
         self._shown_url = shown_location(str(client.base_url))
         self.timeout = timeout
         thinking = self.settings.get("thinking")
@@ -225,10 +225,7 @@ class AnthropicModel(Model):
             try:
                 yield
             except sdk.APIStatusError as exc:
-                headers = exc.response.headers
-                raise error_from_response(
-                    exc.status_code, exc.body, headers, model=self.name
-                ) from exc
+                raise self._error(exc.status_code, exc.body, exc.response.headers) from exc
             except sdk.APIConnectionError as exc:
                 raise ModelError(
                     f"{self.name}: could not reach {self._shown_url}: {exc}",
@@ -241,6 +238,11 @@ class AnthropicModel(Model):
                     retryable=True,
                     provider=PROVIDER,
                 ) from exc
+
+    def _error(self, status: int, body: object, headers: Mapping[str, str]) -> SteadyloopError:
+        """The error for an error response of this model's endpoint (`status` 200: an error
+        event in a stream)."""
+        return error_from_response(status, body, headers, model=self.name)
 
 
 def _credentials(api_key: str | None) -> tuple[str | None, str | None]:

@@ -52,11 +52,15 @@ def _digest(text: str, length: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class IdRules:
-    """What a provider accepts as a tool-call id."""
+    """What a provider accepts as a tool-call id. `keeps_own_ids`: ids the endpoint made itself
+    go back as they came even outside `pattern` and `max_length` (Chat Completions, where proxies
+    encode signatures in long ids); the other APIs refuse any id outside their rules, their own
+    included."""
 
     pattern: re.Pattern[str] = re.compile(r"^[a-zA-Z0-9_-]+$")
     max_length: int = 40
     prefix: str = "call_"
+    keeps_own_ids: bool = False
 
     def accepts(self, call_id: str) -> bool:
         return 0 < len(call_id) <= self.max_length and bool(self.pattern.match(call_id))
@@ -69,7 +73,9 @@ class IdRules:
 
 # Chat Completions: 9 letters and digits, Mistral's rule and the strictest of the servers
 # speaking the API; OpenAI, Gemini, vLLM and llama.cpp accept it too.
-CHAT_IDS = IdRules(pattern=re.compile(r"^[a-zA-Z0-9]{9}$"), max_length=9, prefix="")
+CHAT_IDS = IdRules(
+    pattern=re.compile(r"^[a-zA-Z0-9]{9}$"), max_length=9, prefix="", keeps_own_ids=True
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,10 +222,11 @@ def _wire_id(
     call_id: str, kept: bool, rules: IdRules, used: set[str], repeated: bool
 ) -> str | None:
     """The id a call goes with, None when only its place can make it unique (empty or
-    repeated): its own id when kept or already valid, else one derived from it."""
+    repeated): its own id when kept (and the rules keep own ids) or already valid, else one
+    derived from it."""
     if not call_id or repeated or call_id in used:
         return None
-    if kept or rules.accepts(call_id):
+    if (kept and rules.keeps_own_ids) or rules.accepts(call_id):
         return call_id
     made = rules.make(call_id)
     return None if made in used else made

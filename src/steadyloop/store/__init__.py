@@ -16,7 +16,7 @@ from steadyloop.errors import ConfigError
 from steadyloop.store.export import read_export
 from steadyloop.store.ids import find_run
 from steadyloop.store.protocol import RunLog
-from steadyloop.store.rows import LoggedEvent, RunInfo, ToolRecord
+from steadyloop.store.rows import LoggedEvent, RunInfo, RunLinks, ToolRecord
 from steadyloop.store.sqlite import SCHEMA_VERSION, RunStore, SQLiteStore
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ __all__ = [
     "LoggedEvent",
     "PostgresStore",
     "RunInfo",
+    "RunLinks",
     "RunLog",
     "RunStore",
     "SQLiteStore",

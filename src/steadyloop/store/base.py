@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from steadyloop.errors import ConfigError, RunLogError
@@ -19,15 +20,34 @@ from steadyloop.messages import Message, Usage
 from steadyloop.store import reading
 from steadyloop.store.export import export_lines, read_export
 from steadyloop.store.recording import RunRow, StatusRow, next_seqs, recorder
-from steadyloop.store.rows import RUN_COLUMNS, LoggedEvent, RunInfo, ToolRecord
+from steadyloop.store.rows import (
+    EVENT_KINDS,
+    LINK_COLUMNS,
+    RUN_COLUMNS,
+    EventKind,
+    LoggedEvent,
+    RunInfo,
+    RunLinks,
+    ToolRecord,
+)
 from steadyloop.store.writer import LogWriter
 
-__all__ = ["SqlStore", "tables"]
+__all__ = ["SavedReport", "SqlStore", "schema", "tables"]
+
+
+def schema(*, real: str) -> tuple[list[str], ...]:
+    """The statements of each schema version, oldest first: entry N - 1 brings a log at version
+    N - 1 to version N (the stores run them in order, and the current version is the number of
+    entries). `real` is the database's name for a double-precision float."""
+    return (
+        tables(real=real),
+        links(),
+        eval_reports(real=real),
+    )
 
 
 def tables(*, real: str) -> list[str]:
-    """The statements that make schema version 1: runs, and their events in order. `real` is
-    the database's name for a double-precision float."""
+    """The statements that make schema version 1: runs, and their events in order."""
     return [
         f"""CREATE TABLE runs (
             id TEXT PRIMARY KEY,
@@ -52,6 +72,43 @@ def tables(*, real: str) -> list[str]:
         )""",
         "CREATE INDEX runs_by_created ON runs(created)",
     ]
+
+
+def links() -> list[str]:
+    """The statements that make schema version 2: how runs link to others (a session's turns,
+    the run a run continued, a sub-agent's parent run and call), and the indexes that list a
+    session's runs and a run's children in start order."""
+    return [
+        *(f"ALTER TABLE runs ADD COLUMN {column} TEXT" for column in LINK_COLUMNS),
+        "CREATE INDEX runs_by_session ON runs(session, created)",
+        "CREATE INDEX runs_by_parent ON runs(parent_run_id, created)",
+    ]
+
+
+def eval_reports(*, real: str) -> list[str]:
+    """The statements that make schema version 3: each evaluation's report (`steadyloop.evals`)
+    under its name, saved again by each run of the eval."""
+    return [
+        f"""CREATE TABLE evals (
+            name TEXT PRIMARY KEY,
+            created {real} NOT NULL,
+            updated {real} NOT NULL,
+            agent TEXT NOT NULL,
+            report TEXT NOT NULL
+        )""",
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class SavedReport:
+    """An evaluation's report as the log keeps it: `report` is `EvalReport.to_dict()`; `created`
+    is when the eval first ran, `updated` when it last did (seconds since the epoch)."""
+
+    name: str
+    created: float
+    updated: float
+    agent: str
+    report: dict[str, Any]
 
 
 class SqlStore:
@@ -91,9 +148,11 @@ class SqlStore:
         history: Sequence[Message],
         config: Mapping[str, Any],
         run_id: str | None = None,
+        links: RunLinks | None = None,
     ) -> str:
-        """Adds a run (its history as its first events), claims it and returns its id. A
-        `run_id` already in the log is a `ConfigError` (and nothing is written)."""
+        """Adds a run (its history as its first events, `links` in its row), claims it and
+        returns its id. A `run_id` already in the log is a `ConfigError` (and nothing is
+        written)."""
         self._refuse_if_read_only()
         given = run_id is not None
         run_id = run_id if run_id is not None else uuid.uuid4().hex
@@ -106,7 +165,8 @@ class SqlStore:
                 f"run {run_id} is already in {self.location}: pass if_exists='resume' or "
                 "'return' to go on from it or read it, or choose another id"
             )
-        self._writer.submit(RunRow(run_id, time.time(), model, prompt, tuple(history), config))
+        row = RunRow(run_id, time.time(), model, prompt, tuple(history), config, links)
+        self._writer.submit(row)
         return run_id
 
     def recorder(
@@ -176,6 +236,31 @@ class SqlStore:
             raise ConfigError(f"no run {run_id!r} in {self.location}; `steadyloop logs` lists them")
         return info
 
+    def session(self, name: str) -> list[RunInfo]:
+        """The runs of session `name` in the order they started, oldest first ([] for a name
+        with no runs)."""
+        self.flush()
+        rows = self._read("SELECT * FROM runs WHERE session = ? ORDER BY created, id", (name,))
+        return [RunInfo.from_row(row) for row in rows]
+
+    def latest(self, session: str) -> RunInfo | None:
+        """The run of `session` that started last (None for a name with no runs): one row,
+        however long the session."""
+        self.flush()
+        rows = self._read(
+            "SELECT * FROM runs WHERE session = ? ORDER BY created DESC, id DESC LIMIT 1",
+            (session,),
+        )
+        return RunInfo.from_row(rows[0]) if rows else None
+
+    def children(self, run_id: str) -> list[RunInfo]:
+        """The sub-agent runs run `run_id` started, in the order they started."""
+        self.flush()
+        rows = self._read(
+            "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY created, id", (run_id,)
+        )
+        return [RunInfo.from_row(row) for row in rows]
+
     def runs_with_prefix(self, prefix: str, limit: int = 2) -> list[RunInfo]:
         """Runs whose id starts with `prefix` (at most `limit`), for the command line."""
         self.flush()
@@ -201,6 +286,50 @@ class SqlStore:
     def tool_records(self, run_id: str) -> dict[str, ToolRecord]:
         """The answered tool calls of the run, by call id (the last answer wins)."""
         return reading.tool_records(self.events(run_id))
+
+    # -- evaluation reports --------------------------------------------------------------------
+
+    def save_report(self, name: str, agent: str, report: Mapping[str, Any]) -> None:
+        """Saves evaluation `name`'s report (its agent factory beside it), replacing the one saved
+        before under that name (whose `created` time it keeps)."""
+        self._refuse_if_read_only()
+        now = time.time()
+        # RETURNING makes the upsert a statement with rows, which `_read` runs on every store.
+        self._read(
+            "INSERT INTO evals VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+            "updated = excluded.updated, agent = excluded.agent, report = excluded.report "
+            "RETURNING name",
+            (name, now, now, agent, json.dumps(report)),
+        )
+
+    def saved_report(self, name: str) -> SavedReport | None:
+        """Evaluation `name`'s saved report, or None."""
+        rows = self._read("SELECT * FROM evals WHERE name = ?", (name,))
+        return _saved(rows[0]) if rows else None
+
+    def saved_reports(self, limit: int = 200) -> list[SavedReport]:
+        """The saved evaluation reports, the most recently run first."""
+        rows = self._read("SELECT * FROM evals ORDER BY updated DESC LIMIT ?", (limit,))
+        return [_saved(row) for row in rows]
+
+    def events_of(
+        self, run_ids: Sequence[str], kinds: Sequence[EventKind] = EVENT_KINDS
+    ) -> dict[str, list[LoggedEvent]]:
+        """The logged events of many runs (an eval's attempts) of the given `kinds`, each run's
+        in order: one commit and a query per few hundred runs, not one each."""
+        self.flush()
+        found: dict[str, list[LoggedEvent]] = {run_id: [] for run_id in run_ids}
+        for start in range(0, len(run_ids), _RUNS_PER_READ):
+            chunk = run_ids[start : start + _RUNS_PER_READ]
+            rows = self._read(
+                f"SELECT run_id, seq, at, kind, data FROM events WHERE run_id IN "
+                f"({', '.join('?' * len(chunk))}) AND kind IN ({', '.join('?' * len(kinds))}) "
+                "ORDER BY run_id, seq",
+                [*chunk, *kinds],
+            )
+            for run_id, seq, at, kind, data in rows:
+                found[run_id].append(LoggedEvent(seq, at, kind, json.loads(data)))
+        return found
 
     # -- JSON lines ----------------------------------------------------------------------------
 
@@ -235,3 +364,12 @@ class SqlStore:
 
 def _logged_events(events: Sequence[Mapping[str, Any]]) -> list[LoggedEvent]:
     return [LoggedEvent(e["seq"], e["at"], e["kind"], e["data"]) for e in events]
+
+
+# Runs whose events `events_of` reads with one query (well under every database's limit on
+# a statement's parameters).
+_RUNS_PER_READ = 500
+
+
+def _saved(row: Sequence[Any]) -> SavedReport:
+    return SavedReport(row[0], row[1], row[2], row[3], json.loads(row[4]))

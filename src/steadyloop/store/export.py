@@ -1,5 +1,6 @@
 """A run as JSON lines (`steadyloop export`, `steadyloop import`): its row, each event, then an
-end line that counts the events, so an export cut short is recognised. Loss-free."""
+end line that counts the events, so an export cut short is recognised. Loss-free. An export made
+before runs had links (`LINK_COLUMNS`) reads as a run with none."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from steadyloop.errors import ConfigError
-from steadyloop.store.rows import RUN_COLUMNS, LoggedEvent
+from steadyloop.store.rows import LINK_COLUMNS, RUN_COLUMNS, LoggedEvent
 
 __all__ = ["export_lines", "read_export"]
 
@@ -48,6 +49,8 @@ def read_export(lines: Iterable[str]) -> tuple[dict[str, Any], list[dict[str, An
             "the run export is cut short (its end line is missing or does not match): "
             "export the run again"
         )
+    for column in LINK_COLUMNS:
+        run.setdefault(column, None)
     missing = [column for column in RUN_COLUMNS if column not in run]
     if missing:
         raise ConfigError(f"not a steadyloop run export: the run line lacks {', '.join(missing)}")

@@ -25,8 +25,9 @@ from typing import Any
 
 from steadyloop.errors import ConfigError, RunLogError
 from steadyloop.secrets import shown_location
-from steadyloop.store.base import SqlStore, tables
+from steadyloop.store.base import SqlStore, schema
 from steadyloop.store.recording import EventRow, FinishRow, Row, RunRow, StatusRow
+from steadyloop.store.rows import RUN_COLUMNS
 from steadyloop.store.writer import LogWriter
 
 try:
@@ -42,7 +43,10 @@ __all__ = ["PostgresStore", "claim_key"]
 
 logger = logging.getLogger("steadyloop.store")
 
-SCHEMA_VERSION = 1
+# Schema version N is reached by running MIGRATIONS[N - 1] on version N - 1 (see
+# `steadyloop.store.base.schema`, which both stores share).
+MIGRATIONS = schema(real="DOUBLE PRECISION")
+SCHEMA_VERSION = len(MIGRATIONS)
 # Advisory-lock key that serialises schema migrations of one database.
 _MIGRATION_LOCK = 0x5354_4541_4459  # "STEADY"
 # While runs are live: how often an idle session is pinged (keeps it from being dropped as
@@ -68,7 +72,7 @@ HOLDER = (
     "AND classid = %s::bigint::oid AND objid = %s::bigint::oid "
     "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 )
-INSERT_RUN = "INSERT INTO runs VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+INSERT_RUN = f"INSERT INTO runs VALUES ({', '.join(['%s'] * len(RUN_COLUMNS))})"
 FINISH_RUN = "UPDATE runs SET status = %s, stop_reason = %s, usage = %s, updated = %s WHERE id = %s"
 SET_STATUS = (
     "UPDATE runs SET status = %s, error = %s, updated = %s, usage = COALESCE(%s, usage) "
@@ -105,7 +109,9 @@ class PostgresStore(SqlStore):
             )
             pool.open(wait=True, timeout=10)
             self._pool = pool
-            if not read_only:
+            if read_only:
+                self._check_version()
+            else:
                 self._migrate()
         except BaseException as exc:
             session.close()
@@ -126,23 +132,43 @@ class PostgresStore(SqlStore):
         return "; ".join(line for line in lines if line)
 
     def _migrate(self) -> None:
+        """Brings the schema up to date in one transaction, under a lock that keeps two
+        processes from migrating one database at once."""
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            exists = conn.execute("SELECT to_regclass('steadyloop_schema')").fetchone()
-            version = 0
-            if exists is not None and exists[0] is not None:
-                row = conn.execute("SELECT version FROM steadyloop_schema").fetchone()
-                version = row[0] if row else 0
-            if version > SCHEMA_VERSION:
-                raise ConfigError(
-                    f"the run log {self.location} has schema version {version}, newer than "
-                    f"this steadyloop understands ({SCHEMA_VERSION}); upgrade steadyloop"
-                )
-            if version == 0:
+            version = self._version(conn)
+            if version is None:
                 conn.execute("CREATE TABLE steadyloop_schema (version INTEGER NOT NULL)")
-                conn.execute("INSERT INTO steadyloop_schema VALUES (1)")
-                for statement in tables(real="DOUBLE PRECISION"):
+                conn.execute("INSERT INTO steadyloop_schema VALUES (0)")
+            for number in range((version or 0) + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[number - 1]:
                     conn.execute(statement)
+                conn.execute("UPDATE steadyloop_schema SET version = %s", (number,))
+
+    def _check_version(self) -> None:
+        """A reader's check: `ConfigError` for a schema older or newer than this version's."""
+        with self._pool.connection() as conn:
+            version = self._version(conn)
+        if version is not None and version < SCHEMA_VERSION:
+            raise ConfigError(
+                f"the run log {self.location} has an older schema (version {version}); run any "
+                "command that writes to it (such as `steadyloop run`) once to upgrade it"
+            )
+
+    def _version(self, conn: psycopg.Connection[Any]) -> int | None:
+        """The database's schema version (None: no run log was made there yet); `ConfigError`
+        when it is newer than this steadyloop's."""
+        exists = conn.execute("SELECT to_regclass('steadyloop_schema')").fetchone()
+        if exists is None or exists[0] is None:
+            return None
+        row = conn.execute("SELECT version FROM steadyloop_schema").fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise ConfigError(
+                f"the run log {self.location} has schema version {version}, newer than "
+                f"this steadyloop understands ({SCHEMA_VERSION}); upgrade steadyloop"
+            )
+        return version
 
     def close(self) -> None:
         """Commits what is queued, drops this store's claims and closes its connections."""

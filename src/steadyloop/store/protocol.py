@@ -9,7 +9,9 @@ rules, checked by one conformance test suite:
 - a duplicate id is a `ConfigError` for that run alone; a failed write fails only its own run;
 - appends are deterministic and idempotent (see `steadyloop.store.recording`);
 - a run's row and its prompt are committed together;
-- a run is live while a process holds its claim (`claim`/`release`), whatever its status row says.
+- a run is live while a process holds its claim (`claim`/`release`), whatever its status row says;
+- a run may be linked to others (`RunLinks`): `session` lists a session's runs, `children` the
+  sub-agent runs a run started.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from steadyloop.events import Event
 from steadyloop.messages import Message, Usage
-from steadyloop.store.rows import LoggedEvent, RunInfo, ToolRecord
+from steadyloop.store.rows import LoggedEvent, RunInfo, RunLinks, ToolRecord
 
 __all__ = ["RunLog"]
 
@@ -46,9 +48,10 @@ class RunLog(Protocol):
         history: Sequence[Message],
         config: Mapping[str, Any],
         run_id: str | None = None,
+        links: RunLinks | None = None,
     ) -> str:
-        """Adds a run (its history as its first events), claims it and returns its id.
-        A `run_id` already in the log is a `ConfigError`."""
+        """Adds a run (its history as its first events, `links` in its row), claims it and
+        returns its id. A `run_id` already in the log is a `ConfigError`."""
 
     def recorder(
         self, run_id: str, next_seq: int | None = None, seen: Sequence[LoggedEvent] | None = None
@@ -83,6 +86,16 @@ class RunLog(Protocol):
 
     def find(self, run_id: str) -> RunInfo | None:
         """The run with exactly this id, or None."""
+
+    def session(self, name: str) -> list[RunInfo]:
+        """The runs of session `name` in the order they started, oldest first ([] for a name
+        with no runs)."""
+
+    def latest(self, session: str) -> RunInfo | None:
+        """The run of `session` that started last (None for a name with no runs)."""
+
+    def children(self, run_id: str) -> list[RunInfo]:
+        """The sub-agent runs run `run_id` started, in the order they started."""
 
     def runs_with_prefix(self, prefix: str, limit: int = 2) -> list[RunInfo]:
         """Runs whose id starts with `prefix` (at most `limit`)."""

@@ -100,6 +100,7 @@ def _after_calls(event: LoggedEvent) -> bool:
 _AFTER_CALLS: tuple[EventKind, ...] = (
     "model_request",
     "model_retry",
+    "model_fallback",
     "compacted",
     "limit",
     "instructions",

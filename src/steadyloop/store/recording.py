@@ -23,6 +23,7 @@ from steadyloop.events import (
     InstructionsMade,
     LimitReached,
     MessageAdded,
+    ModelFallback,
     ModelRequestStarted,
     ModelRetry,
     RunFinished,
@@ -31,6 +32,8 @@ from steadyloop.events import (
     ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
+    ToolsChanged,
 )
 from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage, message_from_dict
 from steadyloop.result import as_json
@@ -43,9 +46,12 @@ from steadyloop.store.rows import (
     LimitData,
     LoggedEvent,
     MessageData,
+    ModelFallbackData,
     ModelRequestData,
     ModelRetryData,
+    RunLinks,
     ToolFinishedData,
+    ToolsChangedData,
 )
 
 __all__ = [
@@ -70,12 +76,14 @@ class RunRow:
     prompt: str
     history: tuple[Message, ...]
     config: Mapping[str, Any]
+    links: RunLinks | None = None
 
     def values(self) -> tuple[Any, ...]:
         """The run's row, in `RUN_COLUMNS` order."""
         return (
             self.run_id, self.at, self.at, self.model, self.prompt, len(self.history),
             json.dumps(dict(self.config)), "running", None, None, json.dumps(Usage().to_dict()),
+            *(self.links or RunLinks()).values(),
         )  # fmt: skip
 
     def events(self) -> list[tuple[Any, ...]]:
@@ -135,9 +143,9 @@ class StatusRow:
 Row = RunRow | EventRow | FinishRow | StatusRow
 
 
-# Events not worth a row: deltas are chatty and rebuilt from the reply; a call's start is
-# implied by the reply that made it and its finish (which carries its duration).
-_NOT_LOGGED = (RunStarted, TextDelta, ToolCallDelta, ToolCallStarted)
+# Events not worth a row: deltas and progress are chatty, deltas are rebuilt from the reply; a
+# call's start is implied by the reply that made it and its finish (which carries its duration).
+_NOT_LOGGED = (RunStarted, TextDelta, ToolCallDelta, ToolCallStarted, ToolProgress)
 
 
 def recorder(
@@ -215,13 +223,16 @@ def event_data(event: Event) -> tuple[EventKind, Mapping[str, Any]]:
         result = event.result.to_dict()
         if result["content"] == event.output:
             del result["content"]  # not truncated: the output is what the model read
-        return "tool_finished", ToolFinishedData(
+        finished = ToolFinishedData(
             call=event.call.to_dict(),
             result=result,
             output=event.output,
             duration=event.duration,
             attempts=event.attempts,
         )
+        if event.usage is not None:
+            finished["usage"] = event.usage.to_dict()
+        return "tool_finished", finished
     if isinstance(event, ModelRequestStarted):
         return "model_request", ModelRequestData(
             turn=event.turn,
@@ -233,6 +244,10 @@ def event_data(event: Event) -> tuple[EventKind, Mapping[str, Any]]:
         return "model_retry", ModelRetryData(
             turn=event.turn, attempt=event.attempt, error=event.error, wait=event.wait
         )
+    if isinstance(event, ModelFallback):
+        return "model_fallback", ModelFallbackData(
+            turn=event.turn, failed=event.failed, next=event.next, error=event.error
+        )
     if isinstance(event, Compacted):
         return "compacted", CompactedData(
             replaced=event.summary.replaced,
@@ -241,6 +256,14 @@ def event_data(event: Event) -> tuple[EventKind, Mapping[str, Any]]:
         )
     if isinstance(event, LimitReached):
         return "limit", LimitData(reason=event.reason, message=event.message)
+    if isinstance(event, ToolsChanged):
+        return "tools_changed", ToolsChangedData(
+            source=event.source,
+            added=list(event.added),
+            removed=list(event.removed),
+            changed=list(event.changed),
+            tools=list(event.tools),
+        )
     if isinstance(event, InstructionsMade):
         return "instructions", InstructionsData(text=event.text)
     if isinstance(event, CallDecided):

@@ -19,6 +19,7 @@ from steadyloop.messages import ToolCall, ToolResult, Usage, message_from_dict
 __all__ = [
     "DATA_BY_KIND",
     "EVENT_KINDS",
+    "LINK_COLUMNS",
     "RUN_COLUMNS",
     "CompactedData",
     "DecisionData",
@@ -28,17 +29,23 @@ __all__ = [
     "LimitData",
     "LoggedEvent",
     "MessageData",
+    "ModelFallbackData",
     "ModelRequestData",
     "ModelRetryData",
     "RunInfo",
+    "RunLinks",
     "ToolFinishedData",
     "ToolRecord",
+    "ToolsChangedData",
     "finished_result",
 ]
 
+LINK_COLUMNS = ("session", "previous_run_id", "parent_run_id", "parent_call_id")
+"""The run columns schema version 2 added: how a run is linked to others (see `RunLinks`)."""
+
 RUN_COLUMNS = (
     "id", "created", "updated", "model", "prompt", "history", "config", "status", "stop_reason",
-    "error", "usage",
+    "error", "usage", *LINK_COLUMNS,
 )  # fmt: skip
 
 EventKind = Literal[
@@ -46,8 +53,10 @@ EventKind = Literal[
     "tool_finished",
     "model_request",
     "model_retry",
+    "model_fallback",
     "compacted",
     "limit",
+    "tools_changed",
     "instructions",
     "decision",
     "finished",
@@ -65,13 +74,15 @@ class MessageData(TypedDict):
 
 class ToolFinishedData(TypedDict):
     """A tool call answered. `output` is the tool's full output; `result` is the result message
-    the model read, without its `content` when that equals `output` (nothing was truncated)."""
+    the model read, without its `content` when that equals `output` (nothing was truncated);
+    `usage` what the call spent on models (a sub-agent's run, rolled up into this run's)."""
 
     call: dict[str, Any]
     result: dict[str, Any]
     output: str
     duration: float
     attempts: int
+    usage: NotRequired[dict[str, Any]]
 
 
 class ModelRequestData(TypedDict):
@@ -93,6 +104,15 @@ class ModelRetryData(TypedDict):
     wait: float
 
 
+class ModelFallbackData(TypedDict):
+    """A `Fallback`'s model `failed` with `error` after its retries; the request goes to `next`."""
+
+    turn: int
+    failed: str
+    next: str
+    error: str
+
+
 class CompactedData(TypedDict):
     """Compaction summarised the first `replaced` messages."""
 
@@ -106,6 +126,18 @@ class LimitData(TypedDict):
 
     reason: str
     message: str
+
+
+class ToolsChangedData(TypedDict):
+    """A toolset's tools changed and the next model request offers the new list: `source` names
+    it (an MCP server's command line or URL), `added`, `removed` and `changed` (new description
+    or schema) are tool names, `tools` all the names it offers now."""
+
+    source: str
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    tools: list[str]
 
 
 class InstructionsData(TypedDict):
@@ -138,8 +170,10 @@ DATA_BY_KIND: Mapping[EventKind, type] = {
     "tool_finished": ToolFinishedData,
     "model_request": ModelRequestData,
     "model_retry": ModelRetryData,
+    "model_fallback": ModelFallbackData,
     "compacted": CompactedData,
     "limit": LimitData,
+    "tools_changed": ToolsChangedData,
     "instructions": InstructionsData,
     "decision": DecisionData,
     "finished": FinishedData,
@@ -150,9 +184,26 @@ EVENT_KINDS: tuple[EventKind, ...] = tuple(DATA_BY_KIND)
 
 
 @dataclass(frozen=True, slots=True)
+class RunLinks:
+    """How a run is linked to others, all None for a plain run: the `session` it is a turn of,
+    the run whose transcript it continued (`previous_run_id`), and for a sub-agent's run the
+    run and call that started it (`parent_run_id`, `parent_call_id`)."""
+
+    session: str | None = None
+    previous_run_id: str | None = None
+    parent_run_id: str | None = None
+    parent_call_id: str | None = None
+
+    def values(self) -> tuple[str | None, ...]:
+        """The link columns, in `LINK_COLUMNS` order."""
+        return (self.session, self.previous_run_id, self.parent_run_id, self.parent_call_id)
+
+
+@dataclass(frozen=True, slots=True)
 class RunInfo:
     """One run's row: `status` is running, answered, limit, paused (for approval), error or
-    interrupted."""
+    interrupted; `session`, `previous_run_id`, `parent_run_id` and `parent_call_id` its links
+    (see `RunLinks`)."""
 
     id: str
     created: float
@@ -165,6 +216,10 @@ class RunInfo:
     stop_reason: str | None
     error: str | None
     usage: Usage
+    session: str | None = None
+    previous_run_id: str | None = None
+    parent_run_id: str | None = None
+    parent_call_id: str | None = None
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> RunInfo:
@@ -172,8 +227,14 @@ class RunInfo:
         return cls(
             id=row[0], created=row[1], updated=row[2], model=row[3], prompt=row[4],
             history=row[5], config=json.loads(row[6]), status=row[7], stop_reason=row[8],
-            error=row[9], usage=Usage.from_dict(json.loads(row[10])),
+            error=row[9], usage=Usage.from_dict(json.loads(row[10])), session=row[11],
+            previous_run_id=row[12], parent_run_id=row[13], parent_call_id=row[14],
         )  # fmt: skip
+
+    @property
+    def links(self) -> RunLinks:
+        """The run's links to other runs."""
+        return RunLinks(self.session, self.previous_run_id, self.parent_run_id, self.parent_call_id)
 
     @property
     def finished(self) -> bool:

@@ -14,19 +14,19 @@ import contextlib
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from steadyloop.errors import ConfigError, RunLogError
-from steadyloop.store.base import SqlStore, tables
+from steadyloop.store.base import SqlStore, schema
 from steadyloop.store.locks import RunLocks
 from steadyloop.store.recording import EventRow, FinishRow, Row, RunRow, StatusRow
+from steadyloop.store.rows import RUN_COLUMNS
 from steadyloop.store.writer import LogWriter
 
 __all__ = ["SCHEMA_VERSION", "RunStore", "SQLiteStore"]
 
-SCHEMA_VERSION = 1
 # Seconds a connection waits for another process's write to finish before giving up.
 BUSY_SECONDS = 10.0
 # Rows written after which the background thread folds the write-ahead log into the file.
@@ -35,17 +35,12 @@ CHECKPOINT_ROWS = 1000
 FOLD_SECONDS = 2.0
 
 
-def _create_runs_and_events(db: sqlite3.Connection) -> None:
-    """The first schema: runs, and their events in order."""
-    for statement in tables(real="REAL"):
-        db.execute(statement)
+# Schema version N is reached by running MIGRATIONS[N - 1] on version N - 1 (see
+# `steadyloop.store.base.schema`, which both stores share).
+MIGRATIONS = schema(real="REAL")
+SCHEMA_VERSION = len(MIGRATIONS)
 
-
-# Schema version N is reached by running MIGRATIONS[N - 1] on version N - 1; each migration is
-# named after what it does.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_create_runs_and_events,)
-
-INSERT_RUN = "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_RUN = f"INSERT INTO runs VALUES ({', '.join('?' * len(RUN_COLUMNS))})"
 INSERT_EVENT = "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?)"
 FINISH_RUN = "UPDATE runs SET status = ?, stop_reason = ?, usage = ?, updated = ? WHERE id = ?"
 SET_STATUS = (
@@ -289,7 +284,8 @@ def _migrate(db: sqlite3.Connection) -> None:
     try:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         for number in range(version + 1, SCHEMA_VERSION + 1):
-            MIGRATIONS[number - 1](db)
+            for statement in MIGRATIONS[number - 1]:
+                db.execute(statement)
             db.execute(f"PRAGMA user_version={number}")
         db.execute("COMMIT")
     except BaseException:

@@ -1,9 +1,10 @@
 """The spans of a traced run, per the OpenTelemetry GenAI semantic conventions.
 
     invoke_agent                      the run (steadyloop.run_id, usage and cost at the end)
-    ├── chat {model}                  one per model call, its retries as events on it
+    ├── chat {model}                  one per model call, its retries and fallbacks as events
     ├── execute_tool {tool}           one per tool call, current inside the tool's own code
-    │   └── (the application's spans: the tool's HTTP and database calls)
+    │   ├── (the application's spans: the tool's HTTP and database calls)
+    │   └── invoke_agent              a sub-agent's run (`Agent.as_tool`), with its own spans
     └── ...                           compaction and limit stops as events on the run span
 
 A `Tracing` is an `Effects` (outermost, around the agent's own) plus a hook around the whole run;
@@ -28,7 +29,14 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, Trac
 from steadyloop.approvals import AwaitingApproval
 from steadyloop.cost import provider_and_model
 from steadyloop.effects import Effects, ModelCall, ToolInvocation, nest
-from steadyloop.events import Compacted, Event, LimitReached, ModelRetry, ToolCallFinished
+from steadyloop.events import (
+    Compacted,
+    Event,
+    LimitReached,
+    ModelFallback,
+    ModelRetry,
+    ToolCallFinished,
+)
 from steadyloop.messages import (
     ArgumentsError,
     AssistantMessage,
@@ -46,6 +54,7 @@ __all__ = ["Tracing"]
 OPERATION = "gen_ai.operation.name"
 PROVIDER = "gen_ai.provider.name"
 REQUEST_MODEL = "gen_ai.request.model"
+CONVERSATION = "gen_ai.conversation.id"
 ERROR_TYPE = "error.type"
 
 # One tracer per provider, made on its first traced run (making one costs tens of µs).
@@ -66,12 +75,21 @@ class Tracing(Effects):
     """The spans of one run: its own around the run, and one around each model and tool call."""
 
     def __init__(self, provider: TracerProvider | None, content: bool, model: Model) -> None:
+        self._tracer_provider = provider
         self._tracer = _tracer(provider)
         self._content = content
         provider_name, self._model = provider_and_model(model)
         self._provider = provider_name or self._model
         self._chat_name = f"chat {self._model}"
         self._run_span: Span | None = None
+        self.conversation: str | None = None
+        """The session the run is a turn of (`gen_ai.conversation.id` on its span), if any."""
+
+    def for_child(self, model: Model) -> Tracing:
+        """The spans of a run that one of this run's tool calls starts (a sub-agent's run):
+        the same provider and content setting, for `model`. Its `invoke_agent` span is made
+        while the call's `execute_tool` span is current, so the child's spans nest under it."""
+        return Tracing(self._tracer_provider, self._content, model)
 
     def around(self, effects: Effects | None) -> Effects:
         """These spans around the agent's own effects."""
@@ -90,6 +108,8 @@ class Tracing(Effects):
         }
         if run_id is not None:
             attributes["steadyloop.run_id"] = run_id
+        if self.conversation is not None:
+            attributes[CONVERSATION] = self.conversation
         span = self._tracer.start_span(
             "invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes
         )
@@ -135,6 +155,8 @@ class Tracing(Effects):
         finally:
             otel_context.detach(token)
         ended = _usage(reply.usage) if reply.usage is not None else {}
+        if reply.model is not None:  # the model that answered (which one, for a Fallback)
+            ended["gen_ai.response.model"] = provider_and_model(reply.model)[1]
         if reply.response_id is not None:
             ended["gen_ai.response.id"] = reply.response_id
         if reply.stop_reason is not None:
@@ -189,7 +211,7 @@ class Tracing(Effects):
         return finished
 
     def observe(self, event: Event) -> None:
-        """Records the run's retries, compactions and limit stops as span events."""
+        """Records the run's retries, fallbacks, compactions and limit stops as span events."""
         if isinstance(event, ModelRetry):
             # made inside the call's own span, which is current while it runs
             attributes: dict[str, Any] = {
@@ -199,6 +221,14 @@ class Tracing(Effects):
             if self._content:
                 attributes["exception.message"] = event.error
             trace.get_current_span().add_event("steadyloop.model_retry", attributes)
+        elif isinstance(event, ModelFallback):
+            attributes = {
+                "steadyloop.fallback.from": event.failed,
+                "steadyloop.fallback.to": event.next,
+            }
+            if self._content:
+                attributes["exception.message"] = event.error
+            trace.get_current_span().add_event("steadyloop.model_fallback", attributes)
         elif self._run_span is None:
             return
         elif isinstance(event, Compacted):

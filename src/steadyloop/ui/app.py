@@ -3,10 +3,14 @@
     GET /                               the run list
     GET /runs/{key}                     a run's page (key: its id, or its first 8 characters)
     GET /api/runs?status=&model=&q=     runs, newest first, and what the filters can offer
+    GET /api/runs?session=NAME           a session's runs, in the order they started
     GET /api/runs/{key}                 one run with its timeline and per-turn figures
     GET /api/runs/{key}/events?after=N&missing=M,...
                                         its transcript entries after sequence number N, and
                                         those numbered M (still missing when last asked)
+    GET /evals, /evals/{name}           the eval list, and one eval's page
+    GET /api/evals                      every eval report the log keeps
+    GET /api/evals/{name}               one eval's report
     GET /static/...                     the page's script, style sheet and icon
 
 A run id may hold any character, "/" included: in a path it is one percent-encoded segment
@@ -38,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from steadyloop.errors import ConfigError, SteadyloopError
 from steadyloop.store import RunLog
 from steadyloop.ui.data import run_entries, run_list, run_page
+from steadyloop.ui.evals import eval_list, eval_page
 
 __all__ = ["make_app"]
 
@@ -77,6 +82,7 @@ def make_app(
             model=query.get("model", ""),
             text=query.get("q", ""),
             limit=_number(query.get("limit"), 200),
+            session=query.get("session", ""),
         )
         return _json(found)
 
@@ -96,6 +102,10 @@ def make_app(
         Route("/runs/{key:path}", page),
         Route("/api/runs", runs),
         Route("/api/runs/{key:path}", run),
+        Route("/evals", page),
+        Route("/evals/{name}", page),
+        Route("/api/evals", lambda request: _json(eval_list(store))),
+        Route("/api/evals/{name}", lambda r: _json(eval_page(store, r.path_params["name"]))),
         Mount("/static", StaticFiles(directory=STATIC)),
     ]
     app = Starlette(

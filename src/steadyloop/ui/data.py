@@ -35,11 +35,18 @@ def open_log(location: str | Path) -> RunLog:
 
 
 def run_list(
-    store: RunLog, *, status: str = "", model: str = "", text: str = "", limit: int = 200
+    store: RunLog,
+    *,
+    status: str = "",
+    model: str = "",
+    text: str = "",
+    limit: int = 200,
+    session: str = "",
 ) -> dict[str, Any]:
     """The newest runs matching the filters (all when empty): `text` is looked for in the
-    prompt (any case) and at the start of the id. Also what the filters can offer."""
-    runs = store.runs(SCANNED)
+    prompt (any case) and at the start of the id; `session` lists that session's runs, in the
+    order they started. Also what the filters can offer."""
+    runs = store.session(session) if session else store.runs(SCANNED)
     shared = Counter(run.id[:SHORT] for run in runs)
     needle = text.casefold()
     matching = [
@@ -82,6 +89,7 @@ def run_page(store: RunLog, key: str, clock: Callable[[], float] = time.time) ->
             "history": info.history,
             "usage": usage.to_dict(),
             "tools": list(info.config.get("tools", ())),
+            "links": _links(store, info),
         },
         "timeline": timeline(events, info.model, info.created, end),
         "turns": turns(events),
@@ -116,6 +124,22 @@ def run_entries(
     }
 
 
+def _links(store: RunLog, info: RunInfo) -> dict[str, Any]:
+    """The runs a run page links to: its session's runs in order (the run's place among them),
+    the run it continued, the run and call that started it, and the sub-agent runs it started."""
+    turns = [run.id for run in store.session(info.session)] if info.session else []
+    return {
+        "session": info.session,
+        "session_runs": turns,
+        "previous": info.previous_run_id,
+        "parent": info.parent_run_id,
+        "parent_call": info.parent_call_id,
+        "children": [
+            {"id": child.id, "call": child.parent_call_id} for child in store.children(info.id)
+        ],
+    }
+
+
 def _usage(store: RunLog, run: RunInfo) -> Usage:
     """What the run has used: a running run's row holds no totals until it ends, so they are
     added up from the replies it has logged so far."""
@@ -135,6 +159,7 @@ def _summary(run: RunInfo, usage: Usage) -> dict[str, Any]:
         "created": run.created,
         "model": run.model,
         "status": run.status,
+        "session": run.session,
         "prompt": run.prompt,
         "turns": usage.requests,
         "tokens": usage.total_tokens,

@@ -77,12 +77,14 @@ async function follow(look, ms) {
 
 // -- the run list ---------------------------------------------------------------------------
 
-const COLUMNS = ["run", "when", "model", "status", "turns", "tokens", "cost", "prompt"];
+const COLUMNS = ["run", "when", "model", "status", "session", "turns", "tokens", "cost", "prompt"];
 
 function listPage(main) {
   const params = new URLSearchParams(location.search);
   const chosen = { status: params.get("status") || "", model: params.get("model") || "",
-    q: params.get("q") || "" };
+    q: params.get("q") || "", session: params.get("session") || "" };
+  const session = h("a", { class: "session-filter", href: "/", hidden: !chosen.session,
+    title: "show every run" }, `session ${chosen.session} ✕`);
   const status = h("select", { name: "status", "aria-label": "status" });
   const model = h("select", { name: "model", "aria-label": "model" });
   const search = h("input", { type: "search", name: "q", value: chosen.q,
@@ -91,7 +93,7 @@ function listPage(main) {
   const rows = h("tbody");
   main.replaceChildren(
     h("form", { class: "filters", role: "search", onsubmit: (e) => e.preventDefault() },
-      status, model, search, shown),
+      status, model, search, session, shown),
     h("table", { class: "runs" },
       h("thead", {}, h("tr", {}, COLUMNS.map((c) => h("th", { class: `col-${c}` }, c)))),
       rows));
@@ -142,6 +144,9 @@ function runRow(run) {
     h("td", { class: "col-when" }, when(run.created)),
     h("td", { class: "col-model" }, run.model),
     h("td", { class: "col-status" }, h("span", { class: `status status-${run.status}` }, run.status)),
+    h("td", { class: "col-session" }, run.session
+      ? h("a", { href: `/?session=${encodeURIComponent(run.session)}`, title: "this session's runs, in order" },
+        run.session) : ""),
     h("td", { class: "col-turns num" }, count(run.turns)),
     h("td", { class: "col-tokens num" }, tokens(run)),
     h("td", { class: "col-cost num" }, cost(run.cost)),
@@ -227,7 +232,30 @@ function drawHead(head, run) {
         ? h("span", { class: "stop" }, run.stop_reason) : null),
     h("dl", { class: "facts" }, facts.map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v)))),
     run.error ? h("p", { class: "run-error", role: "alert" }, run.error) : null,
+    links(run),
     h("p", { class: "full-id" }, run.id)]));
+}
+
+// The runs this one is linked to: its session (and its neighbours there), the run it continued,
+// the run that started it as a sub-agent and the sub-agent runs it started.
+function links(run) {
+  const l = run.links || {};
+  const go = (id, text) => h("a", { href: `/runs/${encodeURIComponent(id)}`, title: id }, text || id.slice(0, 8));
+  const parts = [];
+  if (l.session) {
+    const at = l.session_runs.indexOf(run.id);
+    parts.push(h("span", {}, "session ",
+      h("a", { href: `/?session=${encodeURIComponent(l.session)}` }, l.session),
+      at >= 0 ? ` · run ${at + 1} of ${l.session_runs.length}` : "",
+      at > 0 ? [" · ", go(l.session_runs[at - 1], "← earlier")] : "",
+      at >= 0 && at < l.session_runs.length - 1 ? [" · ", go(l.session_runs[at + 1], "later →")] : ""));
+  }
+  if (l.previous) parts.push(h("span", {}, "continues ", go(l.previous)));
+  if (l.parent) parts.push(h("span", {}, "sub-agent of ", go(l.parent), ` (call ${l.parent_call})`));
+  for (const child of l.children || []) {
+    parts.push(h("span", {}, "sub-agent run ", go(child.id), ` (call ${child.call})`));
+  }
+  return parts.length ? h("p", { class: "links" }, parts.flatMap((p, i) => i ? [" · ", p] : [p])) : null;
 }
 
 // -- the timeline ---------------------------------------------------------------------------
@@ -418,5 +446,8 @@ function runKey(path) {
 
 const main = document.getElementById("main");
 const key = runKey(location.pathname);
+const evalName = location.pathname.match(/^\/evals\/([^/]+)$/);
 if (key !== null) runPage(main, key);
+else if (location.pathname === "/evals") evalsPage(main);
+else if (evalName) evalPage(main, decodeURIComponent(evalName[1]));
 else listPage(main);

@@ -1,0 +1,1 @@
+"""The Gemini adapter (`google:` and `vertex:`) against its stand-in, through the official SDK."""
