@@ -158,6 +158,7 @@ def run_library(lib: envs.Library, python: Path, args: argparse.Namespace) -> di
         entry["S7"] = run_driver(python, driver, "S7", flags)["figures"]
         entry["S9"] = run_driver(python, driver, "S9", flags)["figures"]
         entry["S10"] = run_driver(python, driver, "S10", flags)["figures"]
+        entry["S13"] = run_driver(python, driver, "S13", flags)["figures"]
     return entry
 
 

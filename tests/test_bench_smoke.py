@@ -84,6 +84,30 @@ def test_run_log_scenario_reports_its_state(results: tuple[dict[str, Any], Path]
         assert s6["ratio"]["median"] > 0
 
 
+def test_run_log_is_measured_beside_plain_sqlite3(results: tuple[dict[str, Any], Path]) -> None:
+    s6 = results[0]["libraries"]["steadyloop"]["S6"]
+    assert s6["per_turn_us_bare"]["median"] > 0
+    # the floor commits the log's rows, so it costs more than the bare loop alone
+    assert s6["per_turn_us_sqlite_floor"]["median"] > s6["per_turn_us_bare"]["median"]
+    assert s6["sqlite_floor_added"]["n"] == s6["log_added"]["n"] == s6["per_turn_us_on"]["n"]
+    assert s6["log_floor_ratio"]["median"] > 0
+    assert s6["ratio_batch"]["median"] > 0
+    table = (results[1] / "latest.md").read_text()
+    assert "| SQLite run log's added cost per turn ≤ 1.3× plain sqlite3's |" in table  # noqa: RUF001
+
+
+def test_tracing_is_measured_beside_the_sdk_alone(results: tuple[dict[str, Any], Path]) -> None:
+    s7 = results[0]["libraries"]["steadyloop"]["S7"]
+    if "na" in s7:
+        pytest.skip(s7["na"])
+    assert s7["per_turn_us_otel_floor"]["median"] > s7["per_turn_us_bare"]["median"] > 0
+    assert s7["tracing_floor_ratio"]["median"] > 0
+    assert s7["concurrent_cpu_ms_otel_floor"]["median"] > 0
+    assert s7["concurrent_tracing_floor_ratio"]["median"] > 0
+    table = (results[1] / "latest.md").read_text()
+    assert "| tracing's added cost per turn ≤ 1.2× the SDK's own |" in table  # noqa: RUF001
+
+
 def test_tracing_scenario_reports_its_state(results: tuple[dict[str, Any], Path]) -> None:
     s7 = results[0]["libraries"]["steadyloop"]["S7"]
     if "na" in s7:
@@ -91,6 +115,16 @@ def test_tracing_scenario_reports_its_state(results: tuple[dict[str, Any], Path]
     else:
         assert s7["tracing_ratio"]["median"] > 0
         assert s7["concurrent_tracing_ratio"]["median"] > 0
+
+
+def test_cli_start_is_measured_beside_each_sdk(results: tuple[dict[str, Any], Path]) -> None:
+    s13 = results[0]["libraries"]["steadyloop"]["S13"]
+    for provider in ("openai", "anthropic", "google"):
+        for figure in ("cli_s", "sdk_s", "cli_cpu_s", "sdk_cpu_s", "wall_ratio", "cpu_ratio"):
+            assert s13[f"{provider}_{figure}"]["median"] > 0, (provider, figure)
+    table = (results[1] / "latest.md").read_text()
+    assert "| S13 Google: CLI / SDK, wall |" in table
+    assert "`steadyloop run --model anthropic:…` ≤ 1.2× the SDK's minimal script (cpu)" in table  # noqa: RUF001
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="S9 starts an MCP server on Node.js")

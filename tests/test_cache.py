@@ -56,6 +56,8 @@ def test_the_derived_key_follows_model_instructions_and_tools() -> None:
     assert key is not None
     assert 0 < len(key) <= 64
     assert cache_key(Cache(), "openai:gpt-5", "Be brief.", SPECS) == key
+    rebuilt = (ToolSpec("get_weather", "The weather.", {"type": "object"}),)
+    assert cache_key(Cache(), "openai:gpt-5", "Be brief.", rebuilt) == key
     others = {
         cache_key(Cache(), "openai:gpt-5-mini", "Be brief.", SPECS),
         cache_key(Cache(), "openai:gpt-5", "Be verbose.", SPECS),

@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+import bare_driver
+import cli_start
 import common
+import floors
 from pydantic import BaseModel
 
 from steadyloop import (
@@ -43,6 +47,7 @@ from steadyloop import (
     tool,
 )
 from steadyloop.models.base import Model, ModelRequest
+from steadyloop.store import SQLiteStore
 
 
 class BenchModel(Model):
@@ -123,40 +128,92 @@ def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
         batch_store = getattr(getattr(gathering, "agent", None), "store", None)
         batch_flush = getattr(batch_store, "flush", lambda: None)
 
-        async def timed(runner: SteadyloopRunner, after: Callable[[], object]) -> float:
+        floor, bare = _sqlite_floor(plan, logged, flush, Path(folder))
+
+        async def timed(runner: Runs, after: Callable[[], object]) -> float:
             return await per_turn_us(runner, plan, block, "S6", after)
 
-        async def rounds() -> tuple[list[float], list[float], list[float]]:
-            off: list[float] = []
-            on: list[float] = []
-            batch: list[float] = []
+        async def rounds() -> dict[str, list[float]]:
+            samples: dict[str, list[float]] = {
+                k: [] for k in ("off", "on", "batch", "bare", "sqlite_floor")
+            }
             started = time.perf_counter()
             for number in range(settings.reps + 1):
-                times = (await timed(plain, lambda: None), await timed(logged, flush))
+                times = {
+                    "off": await timed(plain, lambda: None),
+                    "on": await timed(logged, flush),
+                    "bare": await timed(bare, lambda: None),
+                    "sqlite_floor": await timed(floor, lambda: None),
+                }
                 if gathering is not None:
-                    times += (await timed(gathering, batch_flush),)
+                    times["batch"] = await timed(gathering, batch_flush)
                 if number > 0:  # the first round warms up
-                    off.append(times[0])
-                    on.append(times[1])
-                    batch.extend(times[2:])
-                if number >= 3 and time.perf_counter() - started > settings.budget * 2:
+                    for name, value in times.items():
+                        samples[name].append(value)
+                if number >= 3 and time.perf_counter() - started > settings.budget * 3:
                     break
-            return off, on, batch
+            return samples
 
-        off, on, batch = asyncio.run(rounds())
+        samples = asyncio.run(rounds())
+        floor.close()
         for opened in (store, batch_store):
             close = getattr(opened, "close", None)
             if close is not None:
                 close()
+    off, on, batch = samples["off"], samples["on"], samples["batch"]
     figures = {
         "per_turn_us_off": common.spread(off),
         "per_turn_us_on": common.spread(on),
         "ratio": common.spread([b / a for a, b in zip(off, on, strict=True)]),
+        **_against_floor(samples, ("off", "on"), ("bare", "sqlite_floor"), "log"),
     }
     if batch:
         figures["per_turn_us_batch"] = common.spread(batch)
         figures["ratio_batch"] = common.spread([b / a for a, b in zip(off, batch, strict=True)])
     return figures
+
+
+def _sqlite_floor(
+    plan: common.Plan, logged: SteadyloopRunner, flush: Callable[[], object], folder: Path
+) -> tuple[floors.SqliteFloor, bare_driver.BareRunner]:
+    """S6's floor (plain sqlite3 committing the rows the log committed for one run, at the same
+    points) and the bare loop it is measured against; recording the rows is a warm-up run."""
+
+    def one_run() -> None:
+        common.CURRENT.set(common.RunState(plan))
+        asyncio.run(logged.run())
+        flush()
+
+    run_id, transactions = floors.record_log_transactions(logged.agent.store, one_run)
+    path = folder / "floor.sqlite3"
+    SQLiteStore(path).close()  # the log's schema, made the log's way
+    return floors.SqliteFloor(plan, path, run_id, transactions), bare_driver.BareRunner(plan)
+
+
+def _against_floor(
+    samples: dict[str, list[float]],
+    ours: tuple[str, str],
+    floor: tuple[str, str],
+    name: str,
+    figure: str = "per_turn_us",
+    prefix: str = "",
+) -> dict[str, Any]:
+    """Our feature's added cost (on minus off) beside its floor's (the bare loop doing the same
+    work through the library underneath, minus the bare loop), per round, and their ratio: the
+    ratio of this process's median added costs (each round's own quotient is too noisy)."""
+    off, on = (samples[k] for k in ours)
+    bare, done = (samples[k] for k in floor)
+    added = [b - a for a, b in zip(off, on, strict=True)]
+    floor_added = [b - a for a, b in zip(bare, done, strict=True)]
+    return {
+        f"{figure}_{floor[0]}": common.spread(bare),
+        f"{figure}_{floor[1]}": common.spread(done),
+        f"{prefix}{name}_added": common.spread(added),
+        f"{prefix}{floor[1]}_added": common.spread(floor_added),
+        f"{prefix}{name}_floor_ratio": common.spread(
+            [statistics.median(added) / statistics.median(floor_added)]
+        ),
+    }
 
 
 def s7(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
@@ -186,55 +243,91 @@ def s7(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
         return {"na": f"n/a (Agent does not take tracer_provider=: {exc})"}
     plain = SteadyloopRunner(plan)
     api_only = SteadyloopRunner(plan, tracer_provider=NoOpTracerProvider())
+    floor = floors.OtelFloor(plan, provider, asyncio.run(_record_spans(plan, traced, exporter)))
+    bare = bare_driver.BareRunner(plan)
     block = 2 if settings.quick else 10
     spans_per_run = 1 + plan.turns + (plan.turns - 1) * plan.calls
 
-    async def timed(runner: SteadyloopRunner) -> float:
+    async def timed(runner: Runs) -> float:
         elapsed = await per_turn_us(runner, plan, block, "S7", lambda: None)
-        if runner is traced and len(exporter.get_finished_spans()) != block * spans_per_run:
+        exported = len(exporter.get_finished_spans())
+        if runner in (traced, floor) and exported != block * spans_per_run:
             raise AssertionError("S7: the traced runs did not export every span")
         exporter.clear()
         return elapsed
 
-    async def per_turn() -> tuple[list[float], list[float], list[float]]:
-        off: list[float] = []
-        on: list[float] = []
-        noop: list[float] = []
+    async def per_turn() -> dict[str, list[float]]:
+        runners = {
+            "untraced": plain,
+            "traced": traced,
+            "noop": api_only,
+            "bare": bare,
+            "otel_floor": floor,
+        }
+        samples: dict[str, list[float]] = {name: [] for name in runners}
         started = time.perf_counter()
         for number in range(settings.reps + 1):
-            times = (await timed(plain), await timed(traced), await timed(api_only))
+            times = {name: await timed(runner) for name, runner in runners.items()}
             if number > 0:  # the first round warms up
-                off.append(times[0])
-                on.append(times[1])
-                noop.append(times[2])
+                for name, value in times.items():
+                    samples[name].append(value)
             if number >= 3 and time.perf_counter() - started > settings.budget * 3:
                 break
-        return off, on, noop
+        return samples
 
-    off, on, noop = asyncio.run(per_turn())
-    cpu_off, cpu_on = asyncio.run(_concurrent_cpu(provider, exporter, settings))
+    samples = asyncio.run(per_turn())
+    off, on, noop = samples["untraced"], samples["traced"], samples["noop"]
+    cpu = asyncio.run(_concurrent_cpu(provider, exporter, settings))
+    cpu_off, cpu_on = cpu["untraced"], cpu["traced"]
+    concurrent_floor = _against_floor(
+        cpu,
+        ("untraced", "traced"),
+        ("bare", "otel_floor"),
+        "tracing",
+        "concurrent_cpu_ms",
+        "concurrent_",
+    )
     return {
         "per_turn_us_untraced": common.spread(off),
         "per_turn_us_traced": common.spread(on),
         "tracing_ratio": common.spread([b / a for a, b in zip(off, on, strict=True)]),
         "per_turn_us_noop_provider": common.spread(noop),
         "noop_provider_ratio": common.spread([b / a for a, b in zip(off, noop, strict=True)]),
+        **_against_floor(samples, ("untraced", "traced"), ("bare", "otel_floor"), "tracing"),
         "concurrent_cpu_ms_untraced": common.spread(cpu_off),
         "concurrent_cpu_ms_traced": common.spread(cpu_on),
         "concurrent_tracing_ratio": common.spread(
             [b / a for a, b in zip(cpu_off, cpu_on, strict=True)]
         ),
+        **concurrent_floor,
     }
+
+
+async def _record_spans(plan: common.Plan, traced: SteadyloopRunner, exporter: Any) -> Any:
+    """The spans one traced run of `plan` makes, for the floor to make the same (a warm-up)."""
+    exporter.clear()
+    common.CURRENT.set(common.RunState(plan))
+    await traced.run()
+    recorded = floors.recorded_spans(exporter)
+    exporter.clear()
+    return recorded
 
 
 async def _concurrent_cpu(
     provider: Any, exporter: Any, settings: common.Settings
-) -> tuple[list[float], list[float]]:
-    """CPU ms per run of S3's concurrent runs, untraced and traced, in alternating rounds."""
+) -> dict[str, list[float]]:
+    """CPU ms per run of S3's concurrent runs, untraced, traced, and the bare loop without and
+    with the SDK making the same spans (the floor), in alternating rounds."""
     plan = common.Plan(turns=5, calls=3, is_async=True, latency=0.010)
-    plain = SteadyloopRunner(plan)
     traced = SteadyloopRunner(plan, tracer_provider=provider)
-    return await cpu_per_run_pair(plan, plain, traced, settings, "S7", lambda _: exporter.clear())
+    recorded = await _record_spans(plan, traced, exporter)
+    runners: dict[str, Runs] = {
+        "untraced": SteadyloopRunner(plan),
+        "traced": traced,
+        "bare": bare_driver.BareRunner(plan),
+        "otel_floor": floors.OtelFloor(plan, provider, recorded),
+    }
+    return await cpu_per_run(plan, runners, settings, "S7", lambda _: exporter.clear())
 
 
 class Runs(Protocol):
@@ -264,16 +357,28 @@ async def cpu_per_run_pair(
     scenario: str,
     settle: Callable[[Any], object],
 ) -> tuple[list[float], list[float]]:
-    """CPU ms per run of many concurrent runs of `plan` (1000; 20 when quick), by `first`
-    and `second` in alternating rounds, the first round a warm-up. `settle(runner)` ends each
-    round's timing (waiting for a run log to be written, emptying an exporter)."""
+    """`cpu_per_run` of two runners."""
+    cpu = await cpu_per_run(plan, {"first": first, "second": second}, settings, scenario, settle)
+    return cpu["first"], cpu["second"]
+
+
+async def cpu_per_run(
+    plan: common.Plan,
+    runners: dict[str, Runs],
+    settings: common.Settings,
+    scenario: str,
+    settle: Callable[[Any], object],
+) -> dict[str, list[float]]:
+    """CPU ms per run of many concurrent runs of `plan` (1000; 20 when quick) by each runner
+    in turn, in rounds, the first round a warm-up. `settle(runner)` ends each timing (waiting
+    for a run log to be written, emptying an exporter)."""
     count = 20 if settings.quick else 1000
 
     async def one(runner: Runs, state: common.RunState) -> str:
         common.CURRENT.set(state)
         return await runner.run()
 
-    async def cpu_per_run(runner: Runs) -> float:
+    async def measure(runner: Runs) -> float:
         states = [common.RunState(plan) for _ in range(count)]
         cpu = time.process_time()
         outputs = await asyncio.gather(*(one(runner, s) for s in states))
@@ -283,14 +388,13 @@ async def cpu_per_run_pair(
             raise AssertionError(f"{scenario}: a concurrent run did not go as planned")
         return cpu * 1000 / count
 
-    off: list[float] = []
-    on: list[float] = []
+    samples: dict[str, list[float]] = {name: [] for name in runners}
     for number in range(2 if settings.quick else 6):
-        times = (await cpu_per_run(first), await cpu_per_run(second))
+        times = {name: await measure(runner) for name, runner in runners.items()}
         if number > 0:  # the first round warms up
-            off.append(times[0])
-            on.append(times[1])
-    return off, on
+            for name, value in times.items():
+                samples[name].append(value)
+    return samples
 
 
 class Shop:
@@ -499,4 +603,6 @@ def s9(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    common.main(SteadyloopDriver(), {"S6": s6, "S7": s7, "S9": s9, "S10": s10})
+    common.main(
+        SteadyloopDriver(), {"S6": s6, "S7": s7, "S9": s9, "S10": s10, "S13": cli_start.s13}
+    )

@@ -123,11 +123,26 @@ def cache_key(
     if callable(instructions):
         name = getattr(instructions, "__qualname__", type(instructions).__qualname__)
         described = f"{getattr(instructions, '__module__', '')}.{name}"
+    specs = tuple(tools)
+    # Every run of an agent offers the same spec objects: their digest is made once. The
+    # entry holds the specs, so their ids cannot be taken by other objects while it exists.
+    memo = (model, described, *map(id, specs))
+    known = _AUTO_KEYS.get(memo)
+    if known is not None:
+        return known[1]
     parts = {
         "model": model,
         "instructions": described,
-        "tools": [[s.name, s.description, s.parameters] for s in tools],
+        "tools": [[s.name, s.description, s.parameters] for s in specs],
     }
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    return (_KEY_PREFIX + digest)[:MAX_KEY_LENGTH]
+    key = (_KEY_PREFIX + hashlib.sha256(text.encode()).hexdigest())[:MAX_KEY_LENGTH]
+    if len(_AUTO_KEYS) >= _MAX_AUTO_KEYS:
+        del _AUTO_KEYS[next(iter(_AUTO_KEYS))]  # the oldest
+    _AUTO_KEYS[memo] = (specs, key)
+    return key
+
+
+# "auto" keys made so far, by model, instructions and the identity of each tool spec.
+_AUTO_KEYS: dict[tuple[object, ...], tuple[tuple[ToolSpec, ...], str]] = {}
+_MAX_AUTO_KEYS = 256

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, field, fields
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, ClassVar, TypeAlias
 
 from steadyloop import texts
@@ -76,11 +76,20 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        counts = {name: getattr(self, name) + getattr(other, name) for name in _COUNTS}
+        # Field by field, without a loop: a run adds usages several times a turn.
         cost = self.cost_usd
         if other.cost_usd is not None:
             cost = other.cost_usd if cost is None else cost + other.cost_usd
-        return Usage(**counts, cost_usd=cost)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.requests + other.requests,
+            self.tool_calls + other.tool_calls,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd=cost,
+            unreported=self.unreported + other.unreported,
+        )
 
     def to_dict(self) -> dict[str, int | float | None]:
         return {
@@ -115,10 +124,6 @@ class Usage:
             k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__ and k != "cost_usd"
         }
         return cls(**counts, cost_usd=float(cost) if cost is not None else None)
-
-
-# The fields a sum adds up (every one but the cost, which has its own rule for unknown).
-_COUNTS = tuple(f.name for f in fields(Usage) if f.name != "cost_usd")
 
 
 @dataclass(frozen=True, slots=True)

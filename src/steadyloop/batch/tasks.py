@@ -10,7 +10,7 @@ are refused before anything runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 from steadyloop.errors import ConfigError
 from steadyloop.messages import Prompt
 
-__all__ = ["BadTask", "Task", "read_tasks"]
+__all__ = ["BadLine", "BadTask", "JsonLine", "Task", "jsonl_lines", "read_tasks"]
 
 RUN_OPTIONS = ("deps", "output")
 """Task keys passed on to `Agent.run`: each task carries its own, so a worker on another host
@@ -36,14 +36,21 @@ class Task:
 
 
 @dataclass(frozen=True, slots=True)
-class BadTask:
-    """A task left out: `line` is its line in the file (from 1), or its place in the iterable."""
+class BadLine:
+    """An item left out of a JSON-lines file or a list: `line` is its line in the file (from
+    1), or its place in the list; `reason` says why."""
 
     line: int
     reason: str
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.reason}"
+
+
+class BadTask(BadLine):
+    """A task left out: `line` is its line in the file (from 1), or its place in the iterable."""
+
+    __slots__ = ()
 
 
 def read_tasks(
@@ -56,7 +63,11 @@ def read_tasks(
     tasks: list[Task] = []
     bad: list[BadTask] = []
     lines: dict[str, list[int]] = {}
-    items = _lines(Path(source)) if isinstance(source, str | Path) else enumerate(source, 1)
+    items: Iterable[tuple[int, Any]] = (
+        jsonl_lines(Path(source), "the tasks file")
+        if isinstance(source, str | Path)
+        else enumerate(source, 1)
+    )
     for line, item in items:
         try:
             task = _task(item)
@@ -69,20 +80,20 @@ def read_tasks(
     return tasks, bad
 
 
-def _lines(path: Path) -> Iterable[tuple[int, Any]]:
-    """Each non-blank line of the file with its number, parsed (a `ValueError` when it is not
-    JSON, raised when the line is reached)."""
+def jsonl_lines(path: Path, what: str) -> Iterator[tuple[int, JsonLine]]:
+    """Each non-blank line of the JSON-lines file `path` with its number (from 1), not parsed
+    yet (made as they are taken). The file is read at once: one that cannot be read is a
+    `ConfigError` naming it as `what` ("the tasks file")."""
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise ConfigError(f"cannot read the tasks file {path}: {exc.strerror or exc}") from exc
-    for number, raw in enumerate(data.splitlines(), 1):
-        if raw.strip():
-            yield number, _Unparsed(raw)
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    return ((n, JsonLine(raw)) for n, raw in enumerate(data.splitlines(), 1) if raw.strip())
 
 
-class _Unparsed:
-    """A line not parsed yet: parsing in `_task` lets its error become that line's report."""
+class JsonLine:
+    """A line not parsed yet: parsing it where its item is read lets its error (a `ValueError`)
+    become that line's report."""
 
     __slots__ = ("raw",)
 
@@ -99,7 +110,7 @@ class _Unparsed:
 
 
 def _task(item: Any) -> Task:
-    if isinstance(item, _Unparsed):
+    if isinstance(item, JsonLine):
         item = item.parse()
     if not isinstance(item, Mapping):
         raise ValueError(f"a task is a JSON object, got {type(item).__name__}")

@@ -18,7 +18,12 @@ from steadyloop.cli.common import EXIT_ERROR, guard, run_to_exit
 from steadyloop.cli.decide import check_decisions, decisions_from_options, resuming_agent
 from steadyloop.cli.eval import eval_
 from steadyloop.cli.mcp_serve import mcp_group
-from steadyloop.cli.options import logged_tools_option, settings_option, store_option
+from steadyloop.cli.options import (
+    agent_tools_options,
+    logged_tools_option,
+    settings_option,
+    store_option,
+)
 from steadyloop.cli.setup import (
     build_agent,
     load_tools,
@@ -48,20 +53,7 @@ cli.add_command(chat)
 
 @cli.command()
 @click.argument("prompt")
-@click.option(
-    "--tools",
-    "tool_files",
-    multiple=True,
-    metavar="FILE.py",
-    help="a Python file whose @tool functions (or `tools` list) the agent may call",
-)
-@click.option(
-    "--mcp",
-    multiple=True,
-    metavar="'CMD ARGS'",
-    help="an MCP server to start over stdio; its tools join --tools",
-)
-@click.option("--mcp-url", multiple=True, metavar="URL", help="an MCP server over streamable HTTP")
+@agent_tools_options
 @click.option(
     "--model",
     default=None,
@@ -157,11 +149,7 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
     parts: list[str | Image] = [prompt, *(_image(file) for file in images)]
     agent = guard(
         lambda: build_agent(
-            model=chosen["model"],
-            tool_files=chosen["tool_files"],
-            mcp=chosen["mcp"],
-            mcp_url=chosen["mcp_url"],
-            instructions=chosen["instructions"],
+            **chosen,
             limits=Limits(
                 max_turns=max_turns,
                 max_context_tokens=max_context_tokens,

@@ -12,14 +12,14 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import IO, Any
 
 from steadyloop.approvals import Approve, Decision, Defer, Deny, Edit, PendingCall
 from steadyloop.cli.live import View
 from steadyloop.context import RunContext
 
-__all__ = ["InputLines", "terminal_approver"]
+__all__ = ["InputLines", "Terminal", "terminal_approver"]
 
 
 def terminal_approver(
@@ -28,19 +28,9 @@ def terminal_approver(
     """An approver that asks y (approve), n (deny, with an optional reason) or e (edit the
     arguments as JSON) for each call. `read` returns one line and raises EOFError at the end
     (it runs in a thread); by default the lines of stdin are read on the event loop."""
-    lines = InputLines(sys.stdin.fileno()) if read is None else None
-
-    def write(text: str) -> None:
-        stream = out or sys.stderr
-        stream.write(text)
-        stream.flush()
-
-    async def ask(prompt: str) -> str:
-        write(prompt)
-        if lines is not None:
-            return (await lines.next()).strip()
-        assert read is not None
-        return (await asyncio.to_thread(read)).strip()
+    read_line = None if read is None else lambda: asyncio.to_thread(read)
+    terminal = Terminal(read_line, out)
+    ask, write = terminal.ask, terminal.write
 
     async def approve(call: PendingCall, ctx: RunContext[Any]) -> Decision:
         arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
@@ -76,6 +66,28 @@ async def _edited(ask: Callable[[str], Any], write: Callable[[str], None]) -> di
         write('the arguments must be a JSON object, like {"amount": 10}; try again\n')
         return None
     return value
+
+
+class Terminal:
+    """Questions asked of the person at the terminal: `write` shows text on `out` (default:
+    stderr), `ask` shows a prompt and returns the answer's line, stripped. `read` returns the
+    next line and raises EOFError at the end (default: the lines of stdin, read on the event
+    loop)."""
+
+    def __init__(
+        self, read: Callable[[], Awaitable[str]] | None = None, out: IO[str] | None = None
+    ) -> None:
+        self._read = read if read is not None else InputLines(sys.stdin.fileno()).next
+        self._out = out
+
+    def write(self, text: str) -> None:
+        stream = self._out or sys.stderr
+        stream.write(text)
+        stream.flush()
+
+    async def ask(self, prompt: str) -> str:
+        self.write(prompt)
+        return (await self._read()).strip()
 
 
 class InputLines:

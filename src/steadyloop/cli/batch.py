@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any, Literal, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import click
 
@@ -15,7 +15,10 @@ from steadyloop.cli.common import EXIT_INTERRUPTED, guard
 from steadyloop.cli.options import settings_option, store_option
 from steadyloop.store import RunInfo, RunLog
 
-__all__ = ["agent_from_factory", "batch", "importable_here", "render_batch"]
+if TYPE_CHECKING:
+    from steadyloop.batch.runner import Engine
+
+__all__ = ["agent_from_factory", "batch", "chosen_engine", "importable_here", "render_batch"]
 
 EXIT_UNFINISHED = 1
 MAX_BAD_SHOWN = 20
@@ -85,25 +88,11 @@ def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency
     Running the same command again resumes the batch: tasks already in --out are skipped and
     unfinished runs go on from the run log.
     """
-    from steadyloop.batch import LocalEngine, run_batch
-    from steadyloop.batch.runner import Engine
+    from steadyloop.batch import run_batch
     from steadyloop.cli.setup import store_path
 
     importable_here()
-    engine: Engine = LocalEngine(concurrency)
-    if ray_address is not None:
-        from steadyloop.batch.ray import RayEngine
-
-        engine = guard(
-            lambda: RayEngine(
-                address=None if ray_address == "local" else ray_address,
-                workers=workers,
-                per_worker=concurrency,
-                chunk=chunk or 50,
-            )
-        )
-    elif workers is not None or chunk is not None:
-        raise click.UsageError("--workers and --chunk go with --ray")
+    engine = chosen_engine(concurrency, ray_address, {"workers": workers, "chunk": chunk})
     try:
         report = guard(
             lambda: run_batch(
@@ -128,6 +117,28 @@ def batch(tasks_file: str, factory: str, out: str, name: str | None, concurrency
     click.echo(report.summary())
     if report.unfinished:
         sys.exit(EXIT_UNFINISHED)
+
+
+def chosen_engine(
+    concurrency: int, ray_address: str | None, ray_options: Mapping[str, int | None]
+) -> Engine:
+    """The engine the command line chooses: Ray at `--ray ADDRESS` ('local': one started for
+    this command) with `concurrency` runs per worker and the Ray options given (`workers`,
+    `chunk`: None when not given), else this process with `concurrency` runs at a time. A Ray
+    option without `--ray` is a usage error."""
+    from steadyloop.batch import LocalEngine
+
+    given = {name: value for name, value in ray_options.items() if value is not None}
+    if ray_address is None:
+        if given:
+            names = " and ".join(f"--{name}" for name in ray_options)
+            verb = "go" if len(ray_options) > 1 else "goes"
+            raise click.UsageError(f"{names} {verb} with --ray")
+        return LocalEngine(concurrency)
+    from steadyloop.batch.ray import RayEngine
+
+    address = None if ray_address == "local" else ray_address
+    return guard(lambda: RayEngine(address=address, per_worker=concurrency, **given))
 
 
 def importable_here() -> None:

@@ -16,7 +16,6 @@ import signal
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -27,10 +26,11 @@ from steadyloop.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_PAUSED,
     guard,
+    on_signal,
     print_waiting,
 )
 from steadyloop.cli.live import make_view
-from steadyloop.cli.options import settings_option, store_option
+from steadyloop.cli.options import agent_tools_options, settings_option, store_option
 from steadyloop.cli.setup import build_agent, open_store
 from steadyloop.errors import ConfigError, LimitExceeded, SteadyloopError
 from steadyloop.limits import Limits
@@ -75,10 +75,7 @@ def logged_settings(info: RunInfo | None, given: dict[str, Any]) -> dict[str, An
 @click.command()
 @click.option("--session", default=None, metavar="NAME", help="the session to go on with "
               "(default: a new one, named chat-...)")  # fmt: skip
-@click.option("--tools", "tool_files", multiple=True, metavar="FILE.py",
-              help="a Python file whose @tool functions the agent may call")  # fmt: skip
-@click.option("--mcp", multiple=True, metavar="'CMD ARGS'", help="an MCP server over stdio")
-@click.option("--mcp-url", multiple=True, metavar="URL", help="an MCP server over streamable HTTP")
+@agent_tools_options
 @click.option("--model", default=None, help="model spec (default: the session's, else "
               "$STEADYLOOP_MODEL)")  # fmt: skip
 @click.option("--instructions", default=None, help="the system prompt")
@@ -104,11 +101,7 @@ def chat(session: str | None, tool_files: tuple[str, ...], mcp: tuple[str, ...],
     chosen = logged_settings(latest, given)
     agent = guard(
         lambda: build_agent(
-            model=chosen["model"],
-            tool_files=chosen["tool_files"],
-            mcp=chosen["mcp"],
-            mcp_url=chosen["mcp_url"],
-            instructions=chosen["instructions"],
+            **chosen,
             limits=Limits(max_turns=max_turns, max_context_tokens=max_context_tokens),
             store=store,
             settings=settings,
@@ -134,7 +127,7 @@ async def _converse(agent: Any, session: str, terminal: bool) -> int:
             reading.cancel()
 
     try:
-        with _on_interrupt(interrupt):
+        with on_signal(signal.SIGINT, interrupt):  # Ctrl-C does not stop the chat
             while True:
                 if terminal:
                     _say(PROMPT, end="")
@@ -214,21 +207,6 @@ async def _turn(agent: Any, line: str, session: str, terminal: bool) -> RunResul
     elif result.text or result.output:
         click.echo(result.output if isinstance(result.output, str) else result.text)
     return result
-
-
-@contextlib.contextmanager
-def _on_interrupt(handler: Any) -> Iterator[None]:
-    """While in the block, SIGINT (Ctrl-C) calls `handler` instead of stopping the chat."""
-    loop = asyncio.get_running_loop()
-    try:
-        loop.add_signal_handler(signal.SIGINT, handler)
-    except (NotImplementedError, RuntimeError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
 
 
 def _say(text: str, end: str = "\n") -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "EXIT_PAUSED",
     "Failure",
     "guard",
+    "on_signal",
     "print_waiting",
     "run_to_exit",
 ]
@@ -131,21 +132,30 @@ def print_waiting(result: RunResult[Any]) -> None:
 
 
 @contextlib.contextmanager
-def _sigterm_cancels_this_task() -> Iterator[None]:
-    """While in the block, SIGTERM cancels the running task as Ctrl-C does, so `kill PID` stops a
-    run in order (logged as interrupted, resumable, exit code 130) instead of leaving it logged
-    as running. Without signal support (Windows, not the main thread) the block runs as is."""
-    loop, task = asyncio.get_running_loop(), asyncio.current_task()
-    assert task is not None  # entered from a coroutine
+def on_signal(signum: int, handler: Callable[[], object]) -> Iterator[None]:
+    """While in the block, signal `signum` calls `handler` on the running event loop. Without
+    signal support (Windows, not the main thread) the block runs as is."""
+    loop = asyncio.get_running_loop()
     try:
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        loop.add_signal_handler(signum, handler)
     except (NotImplementedError, RuntimeError):
         yield
         return
     try:
         yield
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+        loop.remove_signal_handler(signum)
+
+
+@contextlib.contextmanager
+def _sigterm_cancels_this_task() -> Iterator[None]:
+    """While in the block, SIGTERM cancels the running task as Ctrl-C does, so `kill PID` stops a
+    run in order (logged as interrupted, resumable, exit code 130) instead of leaving it logged
+    as running."""
+    task = asyncio.current_task()
+    assert task is not None  # entered from a coroutine
+    with on_signal(signal.SIGTERM, task.cancel):
+        yield
 
 
 def _print_answer(result: RunResult[Any], *, as_json: bool, stopped: str | None = None) -> None:

@@ -12,11 +12,10 @@ terminal nothing is asked: the servers decline.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
-from steadyloop.cli.approve import InputLines
+from steadyloop.cli.approve import Terminal
 from steadyloop.cli.live import View
 
 if TYPE_CHECKING:
@@ -47,20 +46,9 @@ def terminal_elicitor(
 ) -> Callable[[Elicitation], Awaitable[Answer]]:
     """A handler that asks each request on the terminal; `read` returns the next line and
     raises EOFError at the end (default: the lines of stdin, read on the event loop)."""
-    lines = InputLines(sys.stdin.fileno()) if read is None else None
+    terminal = Terminal(read, out)
+    ask, write = terminal.ask, terminal.write
     one_at_a_time = asyncio.Lock()
-
-    def write(text: str) -> None:
-        stream = out or sys.stderr
-        stream.write(text)
-        stream.flush()
-
-    async def ask(prompt: str) -> str:
-        write(prompt)
-        if lines is not None:
-            return (await lines.next()).strip()
-        assert read is not None
-        return (await read()).strip()
 
     async def elicit(request: Elicitation) -> Answer:
         from steadyloop.mcp.elicitation import Accept, Decline

@@ -10,7 +10,7 @@ from typing import Any, Literal, cast
 
 import click
 
-from steadyloop.cli.batch import importable_here
+from steadyloop.cli.batch import chosen_engine, importable_here
 from steadyloop.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, guard
 from steadyloop.cli.options import settings_option, store_option
 from steadyloop.errors import ConfigError
@@ -73,21 +73,12 @@ def eval_(dataset: str, factory: str, scorer_specs: tuple[str, ...], name: str |
     Running the same command again resumes the eval: finished attempts are read from the run
     log, unfinished ones go on from it.
     """
-    from steadyloop.batch import LocalEngine
-    from steadyloop.batch.runner import Engine
     from steadyloop.cli.setup import store_path
     from steadyloop.evals import compare, evaluate, load_report
 
     importable_here()
     scorers = guard(lambda: [s for spec in scorer_specs for s in parse_scorer(spec)])
-    engine: Engine = LocalEngine(concurrency)
-    if ray_address is not None:
-        from steadyloop.batch.ray import RayEngine
-
-        address = None if ray_address == "local" else ray_address
-        engine = guard(lambda: RayEngine(address=address, workers=workers, per_worker=concurrency))
-    elif workers is not None:
-        raise click.UsageError("--workers goes with --ray")
+    engine = chosen_engine(concurrency, ray_address, {"workers": workers})
     store = store_url if store_url is not None else str(store_path())
 
     def run(factory: str, eval_name: str | None) -> Any:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from steadyloop.cli.common import Failure, _sigterm_cancels_this_task, guard
-from steadyloop.cli.options import store_option
+from steadyloop.cli.options import agent_tools_options, store_option
 
 if TYPE_CHECKING:
     from steadyloop.agent import Agent
@@ -33,20 +33,7 @@ def mcp_group() -> None:
 
 
 @mcp_group.command()
-@click.option(
-    "--tools",
-    "tool_files",
-    multiple=True,
-    metavar="FILE.py",
-    help="a Python file whose @tool functions (or `tools` list) the agent may call",
-)
-@click.option(
-    "--mcp",
-    multiple=True,
-    metavar="'CMD ARGS'",
-    help="an MCP server to start over stdio; its tools join --tools",
-)
-@click.option("--mcp-url", multiple=True, metavar="URL", help="an MCP server over streamable HTTP")
+@agent_tools_options
 @click.option("--model", default=None, help="model spec (default: $STEADYLOOP_MODEL)")
 @click.option(
     "--agent",

@@ -11,13 +11,13 @@ runs (their runs and rows would be one).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from steadyloop.batch.tasks import BadLine, JsonLine, jsonl_lines
 from steadyloop.errors import ConfigError
 from steadyloop.media import Document, Image, Part, part_from_dict
 
@@ -67,15 +67,10 @@ class Case:
         return [_part_json(part) for part in self.input]
 
 
-@dataclass(frozen=True, slots=True)
-class BadCase:
+class BadCase(BadLine):
     """A case left out: `line` is its line in the file (from 1), or its place in the list."""
 
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.reason}"
+    __slots__ = ()
 
 
 class Dataset:
@@ -95,11 +90,7 @@ class Dataset:
     def from_jsonl(cls, path: str | os.PathLike[str]) -> Dataset:
         """The cases of a JSON-lines file; a path in a case is read relative to its folder."""
         file = Path(path)
-        try:
-            data = file.read_bytes()
-        except OSError as exc:
-            raise ConfigError(f"cannot read the dataset {file}: {exc.strerror or exc}") from exc
-        lines = ((n, _Line(raw)) for n, raw in enumerate(data.splitlines(), 1) if raw.strip())
+        lines = jsonl_lines(file, "the dataset")
         dataset = cls.__new__(cls)
         dataset.path = file
         dataset.cases, dataset.bad = _read(lines, file.parent, "lines", file)
@@ -110,23 +101,6 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"Dataset({len(self.cases)} cases, {len(self.bad)} bad)"
-
-
-class _Line:
-    """A line of the file, parsed when its case is read (so that its error is that line's)."""
-
-    __slots__ = ("raw",)
-
-    def __init__(self, raw: bytes) -> None:
-        self.raw = raw
-
-    def parse(self) -> Any:
-        try:
-            return json.loads(self.raw)
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"not UTF-8 text ({exc.reason})") from exc
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from exc
 
 
 def _read(
@@ -154,7 +128,7 @@ def _read(
 
 
 def _case(item: Any, base: Path) -> Case:
-    if isinstance(item, _Line):
+    if isinstance(item, JsonLine):
         item = item.parse()
     if not isinstance(item, Mapping):
         raise ValueError(f"a case is a JSON object, got {type(item).__name__}")

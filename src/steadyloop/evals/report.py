@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from steadyloop.errors import ConfigError
+from steadyloop.evals.dataset import BadCase
 from steadyloop.evals.scorers import Score
 from steadyloop.messages import AssistantMessage, Message, ToolCall, Usage
 
@@ -141,17 +142,6 @@ class CaseResult:
         )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class BadLine:
-    """A dataset line left out, as a report keeps it."""
-
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.reason}"
-
-
 @dataclass
 class EvalReport:
     """An evaluation's results: its cases (dataset order), the bad lines, and figures over every
@@ -163,7 +153,7 @@ class EvalReport:
     repeat: int
     scorers: list[str]
     cases: list[CaseResult]
-    bad: list[BadLine] = field(default_factory=list)
+    bad: list[BadCase] = field(default_factory=list)
     unfinished: int = 0
 
     @property
@@ -266,7 +256,7 @@ class EvalReport:
         return cls(
             data["name"], data["agent"], data.get("dataset"), data["repeat"],
             list(data["scorers"]), [CaseResult.from_dict(c) for c in data["cases"]],
-            [BadLine(b["line"], b["reason"]) for b in data.get("bad", ())],
+            [BadCase(b["line"], b["reason"]) for b in data.get("bad", ())],
             data.get("summary", {}).get("unfinished", 0),
         )  # fmt: skip
 

@@ -25,9 +25,9 @@ from steadyloop.batch.runner import Engine
 from steadyloop.batch.tasks import Task
 from steadyloop.batch.worker import Factory, Job, factory_spec
 from steadyloop.errors import ConfigError
-from steadyloop.evals.dataset import Case, Dataset
+from steadyloop.evals.dataset import BadCase, Case, Dataset
 from steadyloop.evals.judge import BENCH, Bench
-from steadyloop.evals.report import Attempt, BadLine, CaseResult, EvalReport
+from steadyloop.evals.report import Attempt, CaseResult, EvalReport
 from steadyloop.evals.scorers import Score, Scorer, as_scorers, score_attempt
 from steadyloop.store import LoggedEvent, RunInfo, RunLog, open_store
 from steadyloop.store.base import SqlStore
@@ -204,7 +204,7 @@ class _Eval:
         return self.log.runs_with_prefix(f"{self.name}:", limit=2**62)
 
     def report(
-        self, rows: Mapping[str, Row], scorers: list[Scorer], bad: Sequence[Any]
+        self, rows: Mapping[str, Row], scorers: list[Scorer], bad: Sequence[BadCase]
     ) -> EvalReport:
         """Reads each attempt back from the log, scores it and makes the report."""
         self.logged = {info.id: info for info in self._logged()}
@@ -230,7 +230,7 @@ class _Eval:
         path = self.dataset.path
         return EvalReport(
             self.name, self.agent, str(path) if path is not None else None, self.repeat,
-            [s.name for s in scorers], results, [BadLine(b.line, b.reason) for b in bad],
+            [s.name for s in scorers], results, list(bad),
             unfinished,
         )  # fmt: skip
 

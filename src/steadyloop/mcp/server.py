@@ -26,7 +26,7 @@ import logging
 import os
 import shlex
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from steadyloop.dispatch import current_call
 from steadyloop.errors import ConfigError, ToolError
@@ -58,6 +58,19 @@ if TYPE_CHECKING:
 __all__ = ["MCPServer", "MCPTool", "ReadResourceTool", "servers_from_cli"]
 
 DEFAULT_START_TIMEOUT = 30.0
+
+
+class ServerOptions(TypedDict, total=False):
+    """What `MCPServer.stdio()` and `http()` pass on to the constructor as given (it holds
+    their defaults and checks them; the class's docstring says what each does)."""
+
+    start_timeout: float
+    prefix: str | None
+    include: Collection[str] | None
+    exclude: Collection[str]
+    on_elicit: ElicitHandler | None
+    resources_as_tools: bool
+
 
 logger = logging.getLogger("steadyloop.mcp")
 
@@ -160,12 +173,7 @@ class MCPServer(Toolset):
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
-        start_timeout: float = DEFAULT_START_TIMEOUT,
-        prefix: str | None = None,
-        include: Collection[str] | None = None,
-        exclude: Collection[str] = (),
-        on_elicit: ElicitHandler | None = None,
-        resources_as_tools: bool = False,
+        **options: Unpack[ServerOptions],
     ) -> MCPServer:
         """A server run as a child process speaking MCP on its stdin and stdout.
 
@@ -175,16 +183,7 @@ class MCPServer(Toolset):
         transport = Stdio(
             command, tuple(args), dict(env) if env else None, os.fspath(cwd) if cwd else None
         )
-        return cls(
-            transport,
-            timeout=timeout,
-            start_timeout=start_timeout,
-            prefix=prefix,
-            include=include,
-            exclude=exclude,
-            on_elicit=on_elicit,
-            resources_as_tools=resources_as_tools,
-        )
+        return cls(transport, timeout=timeout, **options)
 
     @classmethod
     def http(
@@ -194,12 +193,7 @@ class MCPServer(Toolset):
         timeout: float | None = None,
         *,
         auth: httpx2.Auth | None = None,
-        start_timeout: float = DEFAULT_START_TIMEOUT,
-        prefix: str | None = None,
-        include: Collection[str] | None = None,
-        exclude: Collection[str] = (),
-        on_elicit: ElicitHandler | None = None,
-        resources_as_tools: bool = False,
+        **options: Unpack[ServerOptions],
     ) -> MCPServer:
         """A server reached over streamable HTTP at `url` (usually ending in `/mcp`).
 
@@ -219,16 +213,7 @@ class MCPServer(Toolset):
                     "headers={'Authorization': 'Bearer ...'}"
                 )
         transport = Http(url, dict(headers) if headers else None, auth)
-        return cls(
-            transport,
-            timeout=timeout,
-            start_timeout=start_timeout,
-            prefix=prefix,
-            include=include,
-            exclude=exclude,
-            on_elicit=on_elicit,
-            resources_as_tools=resources_as_tools,
-        )
+        return cls(transport, timeout=timeout, **options)
 
     @property
     def label(self) -> str:

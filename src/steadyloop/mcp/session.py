@@ -18,7 +18,7 @@ import contextlib
 import logging
 import shlex
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         ElicitRequestParams,
         ElicitResult,
         GetPromptResult,
+        PaginatedResult,
         ReadResourceResult,
         Resource,
         ResourceTemplate,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["Http", "Listeners", "Session", "Stdio", "Transport"]
 
 T = TypeVar("T")
+P = TypeVar("P", bound="PaginatedResult")
 
 logger = logging.getLogger("steadyloop.mcp")
 
@@ -228,33 +230,19 @@ class Session:
 
     async def list_resources(self) -> list[Resource]:
         """Every page of the server's resources."""
-        from mcp.types import PaginatedRequestParams
-
-        async def pages() -> list[Resource]:
-            page = await self.client.list_resources()
-            found = list(page.resources)
-            while page.next_cursor:
-                params = PaginatedRequestParams(cursor=page.next_cursor)
-                page = await self.client.list_resources(params=params)
-                found.extend(page.resources)
-            return found
-
-        return await self._ask("its resources were listed", pages)
+        return await self._ask(
+            "its resources were listed",
+            lambda: _every_page(self.client.list_resources, lambda page: page.resources),
+        )
 
     async def list_resource_templates(self) -> list[ResourceTemplate]:
         """Every page of the server's resource templates."""
-        from mcp.types import PaginatedRequestParams
-
-        async def pages() -> list[ResourceTemplate]:
-            page = await self.client.list_resource_templates()
-            found = list(page.resource_templates)
-            while page.next_cursor:
-                params = PaginatedRequestParams(cursor=page.next_cursor)
-                page = await self.client.list_resource_templates(params=params)
-                found.extend(page.resource_templates)
-            return found
-
-        return await self._ask("its resource templates were listed", pages)
+        return await self._ask(
+            "its resource templates were listed",
+            lambda: _every_page(
+                self.client.list_resource_templates, lambda page: page.resource_templates
+            ),
+        )
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
         """One `resources/read`."""
@@ -359,14 +347,22 @@ async def _serve(
 
 
 async def _all_tools(client: ClientSession) -> list[Tool]:
+    return await _every_page(client.list_tools, lambda page: page.tools)
+
+
+async def _every_page(
+    list_page: Callable[..., Awaitable[P]], items: Callable[[P], Sequence[T]]
+) -> list[T]:
+    """The items of every page of an MCP list: `list_page` is a `ClientSession.list_...`
+    method, `items` a page's items."""
     from mcp.types import PaginatedRequestParams
 
-    page = await client.list_tools()
-    listing = list(page.tools)
+    page = await list_page()
+    found = list(items(page))
     while page.next_cursor:
-        page = await client.list_tools(params=PaginatedRequestParams(cursor=page.next_cursor))
-        listing.extend(page.tools)
-    return listing
+        page = await list_page(params=PaginatedRequestParams(cursor=page.next_cursor))
+        found.extend(items(page))
+    return found
 
 
 async def _end(task: asyncio.Task[None], stop: asyncio.Event, *, started: bool) -> None:

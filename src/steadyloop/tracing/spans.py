@@ -20,7 +20,7 @@ import importlib.metadata
 import json
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -56,6 +56,8 @@ PROVIDER = "gen_ai.provider.name"
 REQUEST_MODEL = "gen_ai.request.model"
 CONVERSATION = "gen_ai.conversation.id"
 ERROR_TYPE = "error.type"
+
+T = TypeVar("T")
 
 # One tracer per provider, made on its first traced run (making one costs tens of µs).
 _tracers: weakref.WeakKeyDictionary[TracerProvider, Tracer] = weakref.WeakKeyDictionary()
@@ -146,14 +148,7 @@ class Tracing(Effects):
                 )
             attributes["gen_ai.input.messages"] = _json(_input_messages(request.messages))
         span = self._tracer.start_span(self._chat_name, kind=SpanKind.CLIENT, attributes=attributes)
-        token = otel_context.attach(trace.set_span_in_context(span))
-        try:
-            reply = await proceed()
-        except BaseException as exc:
-            self._record_error(span, exc)
-            raise
-        finally:
-            otel_context.detach(token)
+        reply = await self._inside(span, proceed)
         ended = _usage(reply.usage) if reply.usage is not None else {}
         if reply.model is not None:  # the model that answered (which one, for a Fallback)
             ended["gen_ai.response.model"] = provider_and_model(reply.model)[1]
@@ -186,14 +181,7 @@ class Tracing(Effects):
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
-        token = otel_context.attach(trace.set_span_in_context(span))
-        try:
-            finished = await proceed()
-        except BaseException as exc:
-            self._record_error(span, exc)
-            raise
-        finally:
-            otel_context.detach(token)
+        finished = await self._inside(span, proceed)
         ended: dict[str, Any] = {
             "steadyloop.tool.attempts": finished.attempts,
             "steadyloop.tool.truncated": finished.truncated,
@@ -245,6 +233,18 @@ class Tracing(Effects):
             if self._content:
                 attributes["steadyloop.limit.message"] = event.message
             self._run_span.add_event("steadyloop.limit", attributes)
+
+    async def _inside(self, span: Span, proceed: Callable[[], Awaitable[T]]) -> T:
+        """`proceed()` with `span` as the current span (its children's parent); an error out of
+        it ends the span as failed."""
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            return await proceed()
+        except BaseException as exc:
+            self._record_error(span, exc)
+            raise
+        finally:
+            otel_context.detach(token)
 
     def _record_error(self, span: Span, exc: BaseException) -> None:
         """Ends `span` as failed: the error's kind always, its text only with content."""

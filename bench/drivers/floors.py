@@ -1,0 +1,240 @@
+"""The floors of S6 and S7: the least the run log and tracing could cost, built by hand.
+
+Each floor is the bare loop (`bare_driver.bare_loop`'s twenty lines) doing the same work as
+steadyloop's feature by talking to the library underneath directly:
+
+- S6: a plain `sqlite3` connection with the run log's pragmas (WAL, `synchronous=NORMAL`, no
+  automatic checkpoint; a passive checkpoint every 1,000 rows) commits, on the loop's own thread,
+  the very rows steadyloop's log committed for the same run, in the same transactions, at the
+  same points: the run's start, each reply before its calls start, each turn's results before
+  the model reads them (the last reply's transaction also finishes the run). The rows are
+  recorded once from a logged steadyloop run (`record_log_transactions`) and replayed with a
+  fresh run id, so the floor does no serialising at all: that is part of what it judges.
+- S7: the OpenTelemetry SDK makes the same spans with the same attributes (recorded once from a
+  traced steadyloop run): `invoke_agent` around the run, a `chat` span around each model call
+  and an `execute_tool` span around each tool call, each made current while it is open, as
+  steadyloop does; every attribute is given at the start (one call instead of two).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import bare_driver
+import common
+
+Transaction = list[tuple[str, list[Sequence[Any]]]]
+Message = dict[str, Any]
+
+# As the run log's background thread does: a passive checkpoint once this many rows went in.
+CHECKPOINT_ROWS = 1000
+
+
+async def floor_loop(
+    tools: dict[str, Callable[..., Any]],
+    max_turns: int,
+    at_reply: Callable[[], object],
+    at_results: Callable[[], object],
+    around_model: Callable[[], Any],
+    around_tool: Callable[[Message], Any],
+) -> str:
+    """`bare_driver.bare_loop` with the hooks a floor needs: `at_reply()` once a reply is in
+    (before its calls start), `at_results()` once a turn's results are in (before the model
+    reads them), `around_model()` / `around_tool(call)` context managers around each call."""
+    messages: list[Message] = [{"role": "user", "content": common.PROMPT}]
+    for _ in range(max_turns):
+        with around_model():
+            reply = await bare_driver.fake_model(messages)
+        messages.append(reply)
+        at_reply()
+        if not reply["tool_calls"]:
+            return str(reply["content"])
+        calls = reply["tool_calls"]
+        results = await asyncio.gather(
+            *(_traced_call(tools, c, around_tool) for c in calls), return_exceptions=True
+        )
+        for call, result in zip(calls, results, strict=True):
+            text = f"error: {result!r}" if isinstance(result, BaseException) else str(result)
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+        at_results()
+    raise RuntimeError(f"turn limit reached: {max_turns} model calls")
+
+
+async def _traced_call(
+    tools: dict[str, Callable[..., Any]], call: Message, around_tool: Callable[[Message], Any]
+) -> Any:
+    with around_tool(call):
+        return await bare_driver.call_tool(tools, call)
+
+
+@contextmanager
+def _nothing(*_: object) -> Iterator[None]:
+    yield
+
+
+def _pass() -> None:
+    pass
+
+
+# -- S6: plain sqlite3 --------------------------------------------------------------------------
+
+
+class _Recorder:
+    """Stands in for the log's connection and notes each transaction's statements."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.transactions: list[Transaction] = []
+        self._open: Transaction = []
+
+    def execute(self, sql: str, *parameters: Any) -> Any:
+        if sql == "COMMIT":
+            self.transactions.append(self._open)
+            self._open = []
+        elif not sql.startswith(("BEGIN", "PRAGMA", "ROLLBACK")):
+            self._open.append((sql, [parameters[0] if parameters else ()]))
+        return self.db.execute(sql, *parameters)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        rows = list(rows)
+        self._open.append((sql, rows))
+        return self.db.executemany(sql, rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+
+def record_log_transactions(store: Any, run: Callable[[], object]) -> tuple[str, list[Transaction]]:
+    """The transactions `store` (a steadyloop `SQLiteStore`) commits for one run made by
+    `run()` (which flushes the log when done), and that run's id. Reaches into the store's
+    connection: on a checkpoint whose log is built otherwise, it raises AttributeError."""
+    backend = store._writer._backend
+    recorder = _Recorder(backend._db)
+    backend._db = recorder
+    try:
+        run()
+    finally:
+        backend._db = recorder.db
+    run_ids = {sql_rows[1][0][0] for sql_rows in recorder.transactions[0] if "runs" in sql_rows[0]}
+    if len(run_ids) != 1:
+        raise AssertionError("S6 floor: the recorded run did not start with its run row")
+    return run_ids.pop(), recorder.transactions
+
+
+class SqliteFloor:
+    """The bare loop committing the recorded transactions through plain `sqlite3`."""
+
+    def __init__(
+        self, plan: common.Plan, path: Path, run_id: str, transactions: list[Transaction]
+    ) -> None:
+        self.plan = plan
+        self.tools = {plan.tool: plan.function}
+        self.run_id = run_id
+        self.transactions = transactions
+        if len(transactions) != 2 * plan.turns:
+            raise AssertionError(
+                f"S6 floor: the log committed {len(transactions)} times in a run, "
+                f"not twice a turn ({2 * plan.turns})"
+            )
+        # the same pragmas as steadyloop's SQLiteStore (the file already has its schema)
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA wal_autocheckpoint=0")
+        self._checkpointed = 0
+        self._next = 0
+        self._replay: list[Transaction] = []
+
+    def _commit(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        for sql, rows in self._replay[self._next]:
+            self.db.executemany(sql, rows)
+        self.db.execute("COMMIT")
+        self._next += 1
+        if self.db.total_changes - self._checkpointed >= CHECKPOINT_ROWS:
+            self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._checkpointed = self.db.total_changes
+
+    async def run(self) -> str:
+        fresh = uuid.uuid4().hex
+        self._replay = [
+            [(sql, [_swap(row, self.run_id, fresh) for row in rows]) for sql, rows in tx]
+            for tx in self.transactions
+        ]
+        self._next = 0
+        self._commit()  # the run row and the prompt, before the first model call
+        output = await floor_loop(
+            self.tools, self.plan.turns + 1, self._commit, self._commit, _nothing, _nothing
+        )
+        if self._next != len(self._replay):
+            raise AssertionError("S6 floor: a run did not commit every recorded transaction")
+        return output
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _swap(row: Sequence[Any], old: str, new: str) -> tuple[Any, ...]:
+    return tuple(new if value == old else value for value in row)
+
+
+# -- S7: the OpenTelemetry SDK ------------------------------------------------------------------
+
+
+def recorded_spans(exporter: Any) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
+    """One traced run's spans as the floor replays them: the run span's, the model calls' (in
+    order) and the tool calls' (name and attributes, in order)."""
+    spans = sorted(exporter.get_finished_spans(), key=lambda span: span.start_time)
+    run = [s for s in spans if s.name == "invoke_agent"]
+    models = [s for s in spans if s.name.startswith("chat")]
+    tools = [s for s in spans if s.name.startswith("execute_tool")]
+    if len(run) != 1 or len(run) + len(models) + len(tools) != len(spans):
+        raise AssertionError("S7 floor: the recorded run made spans the floor does not know")
+    return (
+        {"name": run[0].name, "kind": run[0].kind, "attributes": dict(run[0].attributes)},
+        [{"name": s.name, "kind": s.kind, "attributes": dict(s.attributes)} for s in models],
+        [{"name": s.name, "kind": s.kind, "attributes": dict(s.attributes)} for s in tools],
+    )
+
+
+class OtelFloor:
+    """The bare loop making the recorded spans with the SDK's tracer directly."""
+
+    def __init__(self, plan: common.Plan, provider: Any, recorded: Any) -> None:
+        from opentelemetry import context, trace
+
+        self.plan = plan
+        self.tools = {plan.tool: plan.function}
+        self.tracer = provider.get_tracer("bench.floor")
+        self.run_span, self.model_spans, self.tool_spans = recorded
+        self._context, self._trace = context, trace
+
+    @contextmanager
+    def _span(self, recorded: dict[str, Any]) -> Iterator[None]:
+        span = self.tracer.start_span(
+            recorded["name"], kind=recorded["kind"], attributes=recorded["attributes"]
+        )
+        token = self._context.attach(self._trace.set_span_in_context(span))
+        try:
+            yield
+        finally:
+            self._context.detach(token)
+            span.end()
+
+    async def run(self) -> str:
+        models, tools = iter(self.model_spans), iter(self.tool_spans)  # this run's own
+        with self._span(self.run_span):
+            return await floor_loop(
+                self.tools,
+                self.plan.turns + 1,
+                _pass,
+                _pass,
+                lambda: self._span(next(models)),
+                lambda call: self._span(next(tools)),
+            )
