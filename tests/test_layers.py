@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
     "effects": 1,
     "approvals": 1,
     "toolchanges": 1,
+    "offer": 1,
     "models.base": 1,
     # 2 · edges: one turn's calls, providers, the run log, MCP, tracing, shipped fakes
     "deadline": 2,
@@ -56,6 +57,7 @@ LAYERS: dict[str, int] = {
     # 3 · the loop, its face, runs driven from the log
     "start": 3,
     "loop": 3,
+    "modelcall": 3,
     "runs": 3,
     "toolbox": 3,
     "agent": 3,

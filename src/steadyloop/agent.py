@@ -26,7 +26,6 @@ from steadyloop.output import AnswerTools, OutputCheck
 from steadyloop.result import OutputT, RunResult
 from steadyloop.retry import Backoff
 from steadyloop.runs import IfExists
-from steadyloop.start import RunStart
 from steadyloop.toolbox import Toolbox
 from steadyloop.tools import Tool, Toolset, as_tool
 from steadyloop.tracing.setup import run_tracing
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from opentelemetry.trace import TracerProvider
 
-    from steadyloop.store import RunLinks, RunLog
+    from steadyloop.store import RunLog
     from steadyloop.tools import Gate
     from steadyloop.tracing.spans import Tracing
 
@@ -210,12 +209,7 @@ class Agent(Generic[OutputT]):
         """
         message = user_message(prompt)  # a prompt that is no prompt fails here, first
         sessions.check(self.store, session, fork_from, history)
-        if if_exists not in ("error", "resume", "return"):
-            raise ConfigError(f'if_exists must be "error", "resume" or "return", got {if_exists!r}')
-        if run_id is not None and not isinstance(run_id, str):
-            raise ConfigError(
-                f"run_id must be a str, got {type(run_id).__name__}: pass run_id=str(...)"
-            )
+        runs.check_run_id(run_id, if_exists)
         if run_id is not None:
             store = runs.require_store(self.store, "run(run_id=...)")
             answer_type = self._answers.default if output is None else output
@@ -282,18 +276,9 @@ class Agent(Generic[OutputT]):
         fork_from: str | None = None,
     ) -> RunResult[Any]:  # fmt: skip
         launch = await self._launch(output, deps, on_event)
-        store = self.store
-        if store is None or (session is None and fork_from is None):
-            return await runs.start(launch, RunStart.fresh(message, history, run_id), store)
-
-        if launch.tracing is not None:
-            launch.tracing.conversation = session
-
-        async def begin(continued: tuple[Message, ...], links: RunLinks) -> RunResult[Any]:
-            start = RunStart.fresh(message, continued, run_id)
-            return await runs.start(launch, start, store, links)
-
-        return await sessions.starting(store, session, fork_from, begin)
+        return await runs.start_new(
+            launch, self.store, message, history, run_id, session, fork_from
+        )
 
     async def _launch(
         self, output: Any, deps: Any, on_event: OnEvent | None, caller: Tracing | None = None

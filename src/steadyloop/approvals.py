@@ -150,6 +150,15 @@ class Approvals(Effects):
         self._asking = asyncio.Lock()
         self.pending: list[PendingCall] = []
 
+    def pause(self, answers: Mapping[str, ToolResult], turns: int) -> Pause | None:
+        """The pause of a run whose turn left calls waiting for a decision, else None.
+        `answers`: the turn's results by call id; those of the calls that ran are held."""
+        if not self.pending:
+            return None
+        waiting = {call.call_id for call in self.pending}
+        held = {call_id: r for call_id, r in answers.items() if call_id not in waiting}
+        return Pause(tuple(self.pending), held, turns)
+
     async def tool_call(self, call: ToolInvocation, proceed: Proceed) -> ToolCallFinished:
         tool, model_call = call.tool, call.call
         decision = self._decided.pop(model_call.id, None)

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from steadyloop import texts
-from steadyloop.errors import ConfigError
+from steadyloop.errors import (
+    ConfigError,
+    ContextLimitExceeded,
+    CostLimitExceeded,
+    LimitExceeded,
+    ToolCallLimitExceeded,
+    TurnLimitExceeded,
+)
 from steadyloop.media import parts_tokens
 from steadyloop.messages import (
     AssistantMessage,
@@ -91,6 +98,44 @@ class Limits:
             )
 
 
+Stop = tuple[type[LimitExceeded], str]
+"""A limit a run has reached: the error that stops it, and the message saying which."""
+
+
+def reached_before_call(
+    limits: Limits, turns: int, budget: CallBudget | None, cost: float | None
+) -> Stop | None:
+    """The call, turn or cost limit a run that has made `turns` model calls (with `budget`
+    counting its tool calls, having cost `cost`) reaches before its next model call, if any."""
+    if budget is not None and budget.exhausted:
+        message = f"tool call limit reached: {limits.max_tool_calls} tool calls"
+        return ToolCallLimitExceeded, message
+    if turns >= limits.max_turns:
+        return TurnLimitExceeded, f"turn limit reached: {limits.max_turns} model calls"
+    return reached_cost(limits, cost)
+
+
+def reached_cost(limits: Limits, cost: float | None) -> Stop | None:
+    """The cost limit, when a run that has cost `cost` reached it."""
+    limit = limits.max_cost_usd
+    if limit is None or cost is None or cost < limit:
+        return None
+    return (
+        CostLimitExceeded,
+        f"cost limit reached: the run has cost ${cost:.4f}, max_cost_usd={limit:g}",
+    )
+
+
+def reached_context(limits: Limits, tokens: int) -> Stop | None:
+    """The context limit, when a request of about `tokens` tokens would exceed it."""
+    if tokens <= limits.max_context_tokens:
+        return None
+    return ContextLimitExceeded, (
+        f"context limit reached: the next request needs about {tokens} tokens, "
+        f"over max_context_tokens={limits.max_context_tokens}"
+    )
+
+
 class CallBudget:
     """One run's tool calls counted against each tool's `max_calls` and `Limits.max_tool_calls`.
 
@@ -137,11 +182,13 @@ class CallBudget:
         self._by_tool[name] = self._by_tool.get(name, 0) + 1
         return None
 
-    def replay(self, replies: Iterable[AssistantMessage]) -> dict[str, str]:
-        """Counts the calls of a resumed run's own `replies` as they were admitted when they
-        were made (admission is deterministic, in call order); the refusals, by call id."""
+    def replay(self, messages: Sequence[Message], turns: int) -> dict[str, str]:
+        """Counts the calls of a resumed run's own replies (the last `turns` of `messages`) as
+        they were admitted when they were made (admission is deterministic, in call order); the
+        refusals, by call id."""
+        replies = [m for m in messages if isinstance(m, AssistantMessage)]
         refused: dict[str, str] = {}
-        for reply in replies:
+        for reply in replies[max(0, len(replies) - turns) :] if turns else ():
             if reply.stop_reason == "max_tokens":
                 continue  # calls cut off by the output limit were never dispatched
             for call in reply.tool_calls:

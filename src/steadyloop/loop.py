@@ -13,21 +13,14 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from steadyloop import texts
 from steadyloop.approvals import Approvals, Pause
-from steadyloop.cache import cache_key
 from steadyloop.context import RunContext, make_instructions
-from steadyloop.cost import has_price, priced
-from steadyloop.effects import ModelCall
+from steadyloop.cost import priced
 from steadyloop.errors import (
-    ConfigError,
     ContextLimitExceeded,
     ContextWindowExceeded,
-    CostLimitExceeded,
     FatalToolError,
     LimitExceeded,
-    ModelError,
     RepeatLimitExceeded,
-    ToolCallLimitExceeded,
-    TurnLimitExceeded,
 )
 from steadyloop.events import (
     Compacted,
@@ -35,20 +28,23 @@ from steadyloop.events import (
     InstructionsMade,
     LimitReached,
     MessageAdded,
-    ModelFallback,
     ModelRequestStarted,
-    ModelRetry,
     RunFinished,
     RunStarted,
 )
-from steadyloop.fallback import answered_by, chain, first_answer
-from steadyloop.limits import CallBudget, estimate_fixed_tokens
+from steadyloop.limits import (
+    CallBudget,
+    Stop,
+    reached_before_call,
+    reached_context,
+    reached_cost,
+)
 from steadyloop.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
-from steadyloop.models.base import Model, ModelRequest
+from steadyloop.modelcall import call_model, require_prices
+from steadyloop.offer import Offer
 from steadyloop.output import FINAL_ANSWER, check_text, nudge_after
 from steadyloop.repeats import RepeatGuard
 from steadyloop.result import RunResult
-from steadyloop.retry import retry_model_call
 from steadyloop.transcript import Transcript
 
 if TYPE_CHECKING:
@@ -117,10 +113,8 @@ class Run:
         self.usage = start.usage
         self.usage_by_model = dict(start.usage_by_model)
         self.guard = RepeatGuard(config.limits.max_repeats, config.limits.max_same_results)
-        self.specs = tuple(tool.spec for tool in dispatcher.tools)
-        self.instructions = config.instructions if not callable(config.instructions) else None
-        self.fixed_tokens = estimate_fixed_tokens(self.instructions, self.specs)
-        self.cache_key = cache_key(config.cache, config.model.name, config.instructions, self.specs)
+        text = config.instructions if not callable(config.instructions) else None
+        self.offer = Offer.make(config, text, dispatcher.tools)
         self.stop_reason = "end_turn"
         self.answer = answer
         # A text answer's output once `output_check` accepted it; None until then.
@@ -131,10 +125,9 @@ class Run:
             {tool.name: tool.max_calls for tool in dispatcher.tools}, config.limits, FINAL_ANSWER
         )
         # Calls of a resumed run's own replies that its call limits refused, by call id.
-        self.refused: dict[str, str] = {}
-        if self.budget is not None and self.turns:
-            own = [m for m in self.transcript.entries if isinstance(m, AssistantMessage)]
-            self.refused = self.budget.replay(own[max(0, len(own) - self.turns) :])
+        self.refused = (
+            {} if self.budget is None else self.budget.replay(self.transcript.entries, self.turns)
+        )
 
     async def execute(self) -> RunResult[Any]:
         """Runs to an answer; a limit raises `LimitExceeded` with the partial result."""
@@ -186,13 +179,7 @@ class Run:
         """Refuses a cost limit it cannot keep, then announces the run."""
         config = self.config
         if config.limits.max_cost_usd is not None:
-            for model in chain(config.model):
-                if not await has_price(model):
-                    raise ConfigError(
-                        f"Limits(max_cost_usd=...) needs the price of {model.name}, and the "
-                        "price tables (genai-prices) have none: name the model PROVIDER:MODEL "
-                        "as the tables do (openai:gpt-4.1-mini), or drop the cost limit"
-                    )
+            await require_prices(config.model)
         prompt = self.prompt.text if self.prompt is not None else ""
         self._emit(RunStarted(self.run_id, config.model.name, prompt, self.history_length))
 
@@ -205,8 +192,7 @@ class Run:
     async def _make_instructions(self) -> None:
         """Callable instructions make this run's system prompt, once; the text is logged."""
         text = await make_instructions(self.config.instructions, self.context())
-        self.instructions = text
-        self.fixed_tokens = estimate_fixed_tokens(text, self.specs)
+        self.offer = Offer.make(self.config, text, self.dispatcher.tools)
         self._emit(InstructionsMade(text or ""))
 
     async def _take_answer(self, reply: AssistantMessage) -> Outcome:
@@ -241,45 +227,23 @@ class Run:
         if not changes:
             return
         self.dispatcher = self.dispatcher.with_tools(tools)
-        self.specs = tuple(tool.spec for tool in self.dispatcher.tools)
-        self.fixed_tokens = estimate_fixed_tokens(self.instructions, self.specs)
-        self.cache_key = cache_key(
-            self.config.cache, self.config.model.name, self.config.instructions, self.specs
-        )
+        self.offer = Offer.make(self.config, self.offer.instructions, self.dispatcher.tools)
         for change in changes:
             self._emit(change)
 
     async def _check_limits(self) -> None:
         limits = self.config.limits
-        if self.budget is not None and self.budget.exhausted:
-            self._stop(
-                ToolCallLimitExceeded,
-                f"tool call limit reached: {limits.max_tool_calls} tool calls",
-            )
-        if self.turns >= limits.max_turns:
-            self._stop(TurnLimitExceeded, f"turn limit reached: {limits.max_turns} model calls")
-        self._check_cost()
-        tokens = self.transcript.context_tokens(self.fixed_tokens)
+        self._stop_at(reached_before_call(limits, self.turns, self.budget, self.usage.cost_usd))
+        tokens = self.transcript.context_tokens(self.offer.fixed_tokens)
         compaction = self.config.compaction
         if compaction is not None and tokens > compaction.trigger * limits.max_context_tokens:
             await self._compact()
             self._check_cost()  # the summary was a paid call too
-            tokens = self.transcript.context_tokens(self.fixed_tokens)
-        if tokens > limits.max_context_tokens:
-            self._stop(
-                ContextLimitExceeded,
-                f"context limit reached: the next request needs about {tokens} tokens, "
-                f"over max_context_tokens={limits.max_context_tokens}",
-            )
+            tokens = self.transcript.context_tokens(self.offer.fixed_tokens)
+        self._stop_at(reached_context(limits, tokens))
 
     def _check_cost(self) -> None:
-        limit = self.config.limits.max_cost_usd
-        cost = self.usage.cost_usd
-        if limit is not None and cost is not None and cost >= limit:
-            self._stop(
-                CostLimitExceeded,
-                f"cost limit reached: the run has cost ${cost:.4f}, max_cost_usd={limit:g}",
-            )
+        self._stop_at(reached_cost(self.config.limits, self.usage.cost_usd))
 
     async def _call_model(self) -> AssistantMessage:
         self.turns += 1
@@ -305,59 +269,20 @@ class Run:
         self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
 
     async def _request_with_retries(self) -> AssistantMessage:
-        config = self.config
-        request = ModelRequest(
-            self.instructions, self.transcript.view(), self.specs, config.cache, self.cache_key
-        )
+        """Asks the model for the turn's reply (see `steadyloop.modelcall`)."""
+        request = self.offer.request(self.config, self.transcript.view())
         self._emit(
             ModelRequestStarted(
                 self.turns,
-                self.transcript.context_tokens(self.fixed_tokens),
-                config.limits.max_context_tokens,
+                self.transcript.context_tokens(self.offer.fixed_tokens),
+                self.config.limits.max_context_tokens,
                 len(request.messages),
             )
         )
-
-        def announce(attempt: int, error: ModelError, wait: float) -> None:
-            self._emit(ModelRetry(self.turns, attempt, str(error), wait))
-
-        def moved(failed: Model, next_model: Model, error: ModelError) -> None:
-            self._emit(ModelFallback(self.turns, failed.name, next_model.name, str(error)))
-
-        async def with_retries(model: Model) -> AssistantMessage:
-            reply = await retry_model_call(
-                lambda: self._request(request, model),
-                config.model_retries,
-                config.backoff,
-                announce,
-            )
-            # what the effects see is priced, and names the model that answered
-            return await priced(answered_by(reply, model), model)
-
-        async def call_with_retries() -> AssistantMessage:
-            return await first_answer(config.model, with_retries, moved)
-
-        effects = self.effects
-        if effects is None:
-            return await call_with_retries()
-        model_call = ModelCall(self.run_id, self.turns, config.model.name, request)
-        return await effects.model_call(model_call, call_with_retries)
-
-    async def _request(self, request: ModelRequest, model: Model) -> AssistantMessage:
-        if not self.streaming:
-            return await model.request(request)
-        parts = model.stream(request)
-        try:
-            async for part in parts:
-                if isinstance(part, AssistantMessage):
-                    return part
-                self._emit(part)
-        finally:
-            # Close the stream (and its connection) as soon as the reply is in.
-            close = getattr(parts, "aclose", None)
-            if close is not None:
-                await close()
-        raise ModelError(f"{model.name}: the stream ended without a reply", retryable=True)
+        return await call_model(
+            self.config, request, self.effects, run_id=self.run_id, turn=self.turns,
+            streaming=self.streaming, emit=self._emit,
+        )  # fmt: skip
 
     async def _run_tools(self, reply: AssistantMessage) -> Outcome:
         """Answers the reply's calls: "answered" when a typed answer was accepted, "paused"
@@ -394,14 +319,13 @@ class Run:
         `resume` goes on from the reply instead: it answers the calls again, the ones that ran
         with their held results and the decided ones as decided. `answers`: the turn's
         results (in call order), when not just the batch's."""
-        approvals = self.approvals
-        if approvals is None or not approvals.pending or batch.stop is not None:
+        if self.approvals is None or batch.stop is not None:
             return "continue"
         if answers is None:
             answers = {outcome.call.id: outcome.result for outcome in batch.outcomes}
-        waiting = {call.call_id for call in approvals.pending}
-        held = {call_id: r for call_id, r in answers.items() if call_id not in waiting}
-        self.pause = Pause(tuple(approvals.pending), held, self.turns)
+        self.pause = self.approvals.pause(answers, self.turns)
+        if self.pause is None:
+            return "continue"
         self.stop_reason = "approval"
         for result in answers.values():
             self._append(result)
@@ -414,7 +338,7 @@ class Run:
         cut = self.transcript.compaction_cut(config.compaction.keep_recent)
         if cut is None:
             return False
-        before = self.transcript.context_tokens(self.fixed_tokens)
+        before = self.transcript.context_tokens(self.offer.fixed_tokens)
         text, reply = await config.compaction.summary_text(
             self.transcript.to_summarise(cut), config.model, config.limits.max_context_tokens * 2
         )
@@ -422,7 +346,7 @@ class Run:
             self._spent(await priced(reply, config.model))
         summary = self.transcript.summary_for(cut, text)
         self._append(summary)
-        after = self.transcript.context_tokens(self.fixed_tokens)
+        after = self.transcript.context_tokens(self.offer.fixed_tokens)
         self._emit(Compacted(summary, before, after))
         return True
 
@@ -521,6 +445,11 @@ class Run:
             self.stop_reason = "error"
             stop.result = self.result()
         raise stop
+
+    def _stop_at(self, stop: Stop | None) -> None:
+        """Stops the run at the limit it reached, if any."""
+        if stop is not None:
+            self._stop(*stop)
 
     def _stop(
         self, error: type[LimitExceeded], message: str, cause: BaseException | None = None

@@ -15,15 +15,17 @@ import contextvars
 import functools
 import os
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from steadyloop import sessions
 from steadyloop.context import check_deps
 from steadyloop.errors import ConfigError, LimitExceeded
 from steadyloop.loop import Run
-from steadyloop.messages import AssistantMessage, Usage
+from steadyloop.messages import AssistantMessage, Message, Usage, UserMessage
 from steadyloop.result import RunResult
+from steadyloop.start import RunStart
 
 if TYPE_CHECKING:
     from steadyloop.approvals import Decisions
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
     from steadyloop.dispatch import Dispatcher
     from steadyloop.events import Event
     from steadyloop.output import FinalAnswer
-    from steadyloop.start import RunStart
     from steadyloop.store import RunLinks, RunLog
     from steadyloop.toolchanges import ToolWatch
     from steadyloop.tracing.spans import Tracing
@@ -41,11 +42,13 @@ __all__ = [
     "Caller",
     "IfExists",
     "Launch",
+    "check_run_id",
     "existing_run",
     "require_store",
     "resume_logged",
     "resume_paused",
     "start",
+    "start_new",
 ]
 
 T = TypeVar("T")
@@ -139,6 +142,29 @@ async def start(
     return await _traced(_run(launch, start, notify, commit), store)
 
 
+async def start_new(
+    launch: Launch,
+    store: RunLog | None,
+    message: UserMessage,
+    history: Sequence[Message],
+    run_id: str | None = None,
+    session: str | None = None,
+    fork_from: str | None = None,
+) -> RunResult[Any]:
+    """Runs `message` as a new run: after `history`, or continuing the conversation `session`
+    or the transcript of the run `fork_from` from the log (see `steadyloop.sessions`)."""
+    if store is None or (session is None and fork_from is None):
+        return await start(launch, RunStart.fresh(message, history, run_id), store)
+
+    if launch.tracing is not None:
+        launch.tracing.conversation = session
+
+    async def begin(continued: tuple[Message, ...], links: RunLinks) -> RunResult[Any]:
+        return await start(launch, RunStart.fresh(message, continued, run_id), store, links)
+
+    return await sessions.starting(store, session, fork_from, begin)
+
+
 async def resume_paused(
     result: RunResult[Any], decisions: Decisions | None, prepare: Prepare
 ) -> RunResult[Any]:
@@ -206,6 +232,16 @@ async def existing_run(
             "to go on with it"
         )
     return "resume"
+
+
+def check_run_id(run_id: object, if_exists: object) -> None:
+    """Refuses a `run_id` that is no str and an `if_exists` that is none of its choices."""
+    if if_exists not in ("error", "resume", "return"):
+        raise ConfigError(f'if_exists must be "error", "resume" or "return", got {if_exists!r}')
+    if run_id is not None and not isinstance(run_id, str):
+        raise ConfigError(
+            f"run_id must be a str, got {type(run_id).__name__}: pass run_id=str(...)"
+        )
 
 
 def require_store(store: RunLog | None, action: str) -> RunLog:
