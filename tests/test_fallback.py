@@ -16,6 +16,7 @@ from provider_anthropic.anthropic_fake_server import FakeAnthropic, message, tex
 from provider_openai.openai_fake_server import Fail, FakeOpenAI, Reply
 from steadyloop import (
     Agent,
+    Approve,
     AssistantMessage,
     ConfigError,
     ContextLimitExceeded,
@@ -23,6 +24,7 @@ from steadyloop import (
     Fallback,
     Limits,
     ModelError,
+    ToolCall,
     UserMessage,
     tool,
 )
@@ -30,6 +32,7 @@ from steadyloop.events import Event, ModelFallback, ModelRetry, RunFinished
 from steadyloop.models import ModelRequest, resolve_model
 from steadyloop.models.anthropic import AnthropicModel
 from steadyloop.models.openai_chat import OpenAIChatModel
+from steadyloop.replay import replay_run
 from steadyloop.retry import Backoff
 from steadyloop.store import open_store
 from steadyloop.testing import FunctionModel, ScriptedModel
@@ -253,3 +256,41 @@ def test_the_cli_runs_a_fallback_spec_and_show_names_the_model_that_answered(
     assert lines.count(f"answered by {CLAUDE}") == 2
     code, listed, _ = run_cli(capsys, "logs", "--store", store)
     assert spec[:28] in listed
+
+
+async def test_a_fallback_run_paused_for_approval_resumes_and_replays_from_the_log(
+    tmp_path: Path,
+) -> None:
+    """Fallback meets approvals, resume from the log and replay: the reply the second model made
+    before the pause keeps its model through the log, the resumed run prices each reply under
+    the model that made it, and a replay of the finished run matches."""
+    paid: list[int] = []
+
+    @tool(approve=True)
+    def pay(amount: int) -> str:
+        """Pays an amount.
+
+        Args:
+            amount: euros.
+        """
+        paid.append(amount)
+        return f"paid {amount}"
+
+    call = AssistantMessage(tool_calls=(ToolCall("p1", "pay", '{"amount": 5}'),))
+    first = ScriptedModel([*outage(1), "Done: paid 5."], name="first")
+    second = ScriptedModel([call], name="second")
+    store = open_store(tmp_path / "runs.db")
+    agent = Agent(
+        Fallback(first, second), tools=[pay], store=store, model_retries=0, backoff=Backoff.none()
+    )
+    async with agent:
+        paused = await agent.run("pay 5", run_id="r1")
+        assert paused.stop_reason == "approval"
+        resumed = await agent.resume("r1", decisions={"p1": Approve()})
+    assert paid == [5]
+    assert [r.model for r in replies(resumed.messages)] == ["second", "first"]
+    assert [r.model for r in replies(store.messages("r1"))] == ["second", "first"]
+    assert set(resumed.usage_by_model) == {"first", "second"}
+    report = await replay_run(store, "r1", [pay])
+    assert report.divergence is None
+    store.close()

@@ -23,6 +23,7 @@ __all__ = [
     "Document",
     "Image",
     "Part",
+    "attachment_text",
     "part_from_dict",
     "part_to_dict",
     "parts_tokens",
@@ -226,3 +227,24 @@ def _sniff(data: bytes) -> str | None:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
     return None
+
+
+def attachment_text(part: Image | Document) -> str:
+    """What an image or document sent with a prompt was, in a few words (never its bytes):
+    "image: image/png, 12 KB"."""
+    kind = "image" if isinstance(part, Image) else "document"
+    what = [part.name] if isinstance(part, Document) and part.name else []
+    if isinstance(part, Image) and part.url is not None:
+        what.append(part.url)
+    what.append(part.media_type)
+    if part.data:
+        what.append(_size(len(part.data) * 3 // 4 - part.data[-2:].count("=")))
+    return f"{kind}: {', '.join(what)}"
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} bytes"
+    if count < 1024 * 1024:
+        return f"{count / 1024:.0f} KB"
+    return f"{count / (1024 * 1024):.1f} MB"

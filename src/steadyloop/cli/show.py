@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from steadyloop.media import Document, Image
+from steadyloop.media import attachment_text
 from steadyloop.messages import (
     AssistantMessage,
     Summary,
@@ -21,7 +21,6 @@ from steadyloop.store import RunInfo, RunLog, ToolRecord, reading
 from steadyloop.store.ids import short_id
 
 __all__ = [
-    "attachment_text",
     "format_cost",
     "format_tokens",
     "render_runs",
@@ -44,27 +43,6 @@ def format_tokens(usage: Usage) -> str:
     if total is None:
         return "-"
     return f"{total:,}" if usage.tokens_known else f"≥{total:,}"
-
-
-def attachment_text(part: Image | Document) -> str:
-    """What an image or document sent with a prompt was, in a few words (never its bytes):
-    "image: image/png, 12 KB"."""
-    kind = "image" if isinstance(part, Image) else "document"
-    what = [part.name] if isinstance(part, Document) and part.name else []
-    if isinstance(part, Image) and part.url is not None:
-        what.append(part.url)
-    what.append(part.media_type)
-    if part.data:
-        what.append(_size(len(part.data) * 3 // 4 - part.data[-2:].count("=")))
-    return f"{kind}: {', '.join(what)}"
-
-
-def _size(count: int) -> str:
-    if count < 1024:
-        return f"{count} bytes"
-    if count < 1024 * 1024:
-        return f"{count / 1024:.0f} KB"
-    return f"{count / (1024 * 1024):.1f} MB"
 
 
 def render_runs(runs: Sequence[RunInfo]) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from steadyloop.approvals import WAITING_TEXT
-from steadyloop.cli.show import attachment_text
+from steadyloop.media import attachment_text
 from steadyloop.messages import (
     ArgumentsError,
     AssistantMessage,
