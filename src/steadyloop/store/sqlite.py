@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,7 +81,7 @@ class SQLiteStore(SqlStore):
         try:
             # Refuse a log from a newer version before anything (even WAL mode) touches it.
             self._check_version(db)
-            db.execute("PRAGMA journal_mode=WAL")
+            _use_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA wal_autocheckpoint=0")  # the writer thread checkpoints
             _migrate(db)
@@ -273,6 +274,21 @@ class _Statements:
         if self._sql is not None:
             self._db.executemany(self._sql, self._rows)
         self._sql, self._rows = None, []
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Puts the log in write-ahead mode (a setting of the file, made once by whoever opens it
+    first). Switching needs the file to itself, and SQLite answers "database is locked" at once,
+    without its busy wait, while another connection is reading it (several opening a new log
+    together), so the switch is tried again until it is made or `BUSY_SECONDS` pass."""
+    deadline = time.monotonic() + BUSY_SECONDS
+    while db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _migrate(db: sqlite3.Connection) -> None:
