@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -108,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         results["libraries"][lib.name]["S4"] = import_time(
             pythons[lib.name], lib.entry, args.s4_samples
         )
+        if lib.name == "steadyloop":  # `import steadyloop` defers its names: this loads them
+            results["libraries"][lib.name]["S4_agent"] = import_time(
+                pythons[lib.name], "from steadyloop import Agent", args.s4_samples
+            )
+    if "steadyloop" in pythons:
+        results["libraries"]["steadyloop"]["profiles"] = profiles(pythons["steadyloop"], args.quick)
     results["load_after"] = load_average()
     results["seconds"] = round(time.perf_counter() - started, 1)
 
@@ -224,6 +231,31 @@ def import_time(python: Path, statement: str, samples: int) -> dict[str, Any]:
     result["statement"] = statement
     result["bare_python_ms"] = statistics.median(empty)
     return result
+
+
+# profile_steadyloop.py's options for the scenarios it profiles: S1 by default.
+PROFILED = {"S1": [], "S3": ["--concurrent"], "S6": ["--store"]}
+PSTATS_ROW = re.compile(r"^\s*[\d/]+\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\S.*)$")
+PSTATS_TOTAL = re.compile(r"function calls.* in ([\d.]+) seconds")
+
+
+def profiles(python: Path, quick: bool, top: int = 5) -> dict[str, Any]:
+    """steadyloop's top functions by own time in each profiled scenario (cProfile), so a
+    missed target can name where the time goes."""
+    found: dict[str, Any] = {}
+    for scenario, flags in PROFILED.items():
+        command = [str(python), str(BENCH / "profile_steadyloop.py"), "--top", str(top), *flags]
+        command += ["--runs", "5" if quick else "200"]
+        output = subprocess.run(
+            command, capture_output=True, text=True, env=clean_env(), check=True
+        ).stdout
+        total = PSTATS_TOTAL.search(output)
+        rows = [m.groups() for line in output.splitlines() if (m := PSTATS_ROW.match(line))]
+        found[scenario] = {
+            "total_s": float(total.group(1)) if total else None,
+            "top": [{"own_s": float(own), "function": where} for own, where in rows[:top]],
+        }
+    return found
 
 
 def spread(values: list[float]) -> dict[str, Any]:

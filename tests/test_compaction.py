@@ -354,3 +354,16 @@ def test_summary_text_flattens_tool_blocks() -> None:
     assert "characters omitted" in text
     assert "Earlier summary: earlier" in text
     assert len(text) < 3_000
+
+
+def test_the_summary_request_reads_each_calls_arguments_as_the_model_sent_them() -> None:
+    """Arguments a provider delivered as an object keep their own characters (no `\\u` escapes
+    for the summariser to read); text that is not a JSON object is shown as it came."""
+    text = render_for_summary(
+        [
+            AssistantMessage(tool_calls=(ToolCall("c1", "weather", {"city": "São Paulo"}),)),
+            AssistantMessage(tool_calls=(ToolCall("c2", "weather", '{"city": "Mal'),)),
+        ]
+    )
+    assert 'Assistant called weather (c1) with {"city": "São Paulo"}' in text
+    assert 'Assistant called weather (c2) with {"city": "Mal' in text

@@ -21,12 +21,13 @@ from steadyloop import (
     Usage,
     tool,
 )
-from steadyloop.dispatch import Dispatcher, ToolThreads
+from steadyloop.dispatch import Dispatcher
 from steadyloop.events import Event, InstructionsMade, MessageAdded, RunFinished
 from steadyloop.messages import UserMessage
 from steadyloop.retry import Backoff
 from steadyloop.store import RunStore
 from steadyloop.testing import ScriptedModel
+from steadyloop.toolthreads import ToolThreads
 
 
 @dataclasses.dataclass

@@ -17,6 +17,7 @@ from pydantic import BaseModel, field_validator
 
 from steadyloop import FatalToolError, ToolCall, ToolError, tool
 from steadyloop.dispatch import CANCELLED_TEXT, Dispatcher, TurnResults
+from steadyloop.effects import Effects, Proceed, ToolInvocation
 from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
 from steadyloop.retry import Backoff
 from steadyloop.tools import Tool, as_tool
@@ -510,6 +511,138 @@ async def test_cancelling_the_turn_does_not_wait_for_a_tool_that_ignores_it(
     await done.wait()
     assert isinstance(batch.stop, asyncio.CancelledError)
     assert [o.result.content for o in batch.outcomes] == [CANCELLED_TEXT, "instant"]
+
+
+async def test_a_tool_cleans_up_in_its_own_task_within_the_grace_after_its_deadline(
+    make: Callable[..., Dispatcher],
+) -> None:
+    cleaned: list[bool] = []
+
+    @tool(timeout=0.05)
+    async def tidy() -> str:
+        first = asyncio.current_task()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.01)  # a cleanup that waits, well within the grace
+            cleaned.append(asyncio.current_task() is first)
+            raise
+        return "never"
+
+    outcome = only(await make(tidy).run([call("tidy")]))
+    assert outcome.result.content == "tidy timed out after 0.05s"
+    assert cleaned == [True]
+
+
+async def test_a_cancelled_wait_the_tool_handles_itself_does_not_stop_the_turn(
+    make: Callable[..., Dispatcher],
+) -> None:
+    async def resilient() -> str:
+        """Waits on a future someone else cancels, and carries on."""
+        waited: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(waited.cancel)
+        try:
+            await waited
+        except asyncio.CancelledError:
+            await asyncio.sleep(0)
+            return "carried on"
+        return "never"
+
+    batch = await make(resilient, slow_ok).run([call("resilient"), call("slow_ok")])
+    assert batch.stop is None
+    assert [o.result.content for o in batch.outcomes] == ["carried on", "ok x"]
+
+
+async def test_waiting_calls_each_time_out_at_their_own_deadline(
+    make: Callable[..., Dispatcher],
+) -> None:
+    def hanging(seconds: float) -> Tool:
+        async def hang() -> str:
+            await asyncio.sleep(60)
+            return "never"
+
+        return tool(name=f"hang_{int(seconds * 100)}", timeout=seconds)(hang)
+
+    tools = [hanging(0.15), hanging(0.05), hanging(0.1)]
+    batch = await make(*tools, slow_ok).run([call(t.name) for t in tools] + [call("slow_ok")])
+    assert [o.result.content for o in batch.outcomes] == [
+        "hang_15 timed out after 0.15s",
+        "hang_5 timed out after 0.05s",
+        "hang_10 timed out after 0.1s",
+        "ok x",
+    ]
+
+
+async def test_a_sequential_tool_ignoring_its_deadline_lets_the_next_call_run(
+    make: Callable[..., Dispatcher],
+) -> None:
+    let_go = asyncio.Event()
+
+    @tool(timeout=0.05, sequential=True)
+    async def write(n: int) -> str:
+        if n == 0:
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                await let_go.wait()
+        return f"wrote {n}"
+
+    async with asyncio.timeout(10):  # the lock held for good would hang the turn
+        batch = await make(write).run([call("write", f'{{"n": {n}}}', f"w{n}") for n in (0, 1)])
+    let_go.set()
+    assert [o.result.content for o in batch.outcomes] == ["write timed out after 0.05s", "wrote 1"]
+
+
+async def test_a_tool_ignoring_its_deadline_is_retried_with_a_deadline_of_its_own(
+    make: Callable[..., Dispatcher],
+) -> None:
+    let_go = asyncio.Event()
+    attempts: list[int] = []
+
+    @tool(timeout=0.05, retries=1)
+    async def stubborn_once() -> str:
+        attempts.append(1)
+        if len(attempts) == 1:
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                await let_go.wait()
+                return "the first attempt, too late"
+        await asyncio.sleep(0.01)
+        return "the second attempt"
+
+    async with asyncio.timeout(10):
+        outcome = only(await make(stubborn_once).run([call("stubborn_once")]))
+    let_go.set()
+    assert outcome.result.content == "the second attempt"
+    assert outcome.attempts == 2
+
+
+async def test_a_hook_around_a_tool_that_ignores_its_deadline_sees_it_timed_out(
+    make: Callable[..., Dispatcher],
+) -> None:
+    let_go = asyncio.Event()
+    seen: list[str] = []
+
+    class Watch(Effects):
+        async def tool_call(self, call: ToolInvocation, proceed: Proceed) -> ToolCallFinished:
+            answered = await proceed()
+            seen.append(answered.result.content)
+            return answered
+
+    @tool(timeout=0.05)
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            await let_go.wait()
+        return "finished anyway"
+
+    async with asyncio.timeout(10):
+        batch = await make(stubborn).around([Watch()]).run([call("stubborn")])
+    let_go.set()
+    assert only(batch).result.content == "stubborn timed out after 0.05s"
+    assert seen == ["stubborn timed out after 0.05s"]
 
 
 # -- retries ------------------------------------------------------------------------------------

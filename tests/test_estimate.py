@@ -69,3 +69,14 @@ async def test_a_prompt_in_chinese_that_cannot_fit_is_never_sent() -> None:
     with pytest.raises(ContextLimitExceeded):
         await agent.run(text * 30)
     assert model.requests == []
+
+
+async def test_arguments_that_are_not_a_json_object_count_as_the_empty_object_sent() -> None:
+    """A request carries such arguments as `{}` (the error result quotes the start of the
+    text), so a long cut-off call does not stop the run at the context limit."""
+    broken = ToolCall("c1", "lookup", '{"query": "' + "x" * 8_000)
+    model = ScriptedModel([AssistantMessage(tool_calls=(broken,)), "done"])
+    agent = Agent(model, limits=Limits(max_context_tokens=1_500))
+    result = await agent.run("look it up")
+    assert result.output == "done"
+    assert len(model.requests) == 2

@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import steadyloop
 import steadyloop.testing
 
@@ -75,3 +78,18 @@ def test_every_error_is_a_steadyloop_error() -> None:
     assert issubclass(steadyloop.ContextWindowExceeded, steadyloop.ModelError)
     for limit in ("TurnLimitExceeded", "ContextLimitExceeded", "RepeatLimitExceeded"):
         assert issubclass(getattr(steadyloop, limit), steadyloop.LimitExceeded)
+
+
+def test_import_loads_each_name_on_first_use() -> None:
+    probe = (
+        "import sys, steadyloop\n"
+        "before = sorted(m for m in sys.modules if m.startswith('steadyloop'))\n"
+        "from steadyloop import Agent\n"
+        "print(before, Agent.__module__, 'steadyloop.agent' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["['steadyloop',", "'steadyloop.truncate']", "steadyloop.agent", "True"]
+    assert set(dir(steadyloop)) >= EXPECTED
+    assert steadyloop.truncate("x" * 10, 100) == "x" * 10  # the function, not the module

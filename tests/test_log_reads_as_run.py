@@ -26,11 +26,11 @@ from steadyloop import (
     tool,
 )
 from steadyloop.approvals import WAITING_TEXT
-from steadyloop.loop import UNANSWERED_TEXT
 from steadyloop.repeats import ALREADY_HAVE_TEXT
 from steadyloop.retry import Backoff
 from steadyloop.store import RunStore
 from steadyloop.testing import ScriptedModel
+from steadyloop.texts import UNANSWERED
 from steadyloop.transcript import calls_answered
 
 sent: list[str] = []
@@ -185,9 +185,7 @@ def test_a_run_continued_from_a_paused_result_reads_that_the_email_was_sent(
     went_on = agent.run_sync("Actually, refund only half.", history=paused.messages)
     read = [m for m in later.requests[0].messages if isinstance(m, ToolResult)]
     assert {m.content for m in read} == {"sent to a@example.com", WAITING_TEXT}
-    assert not any(
-        m.content == UNANSWERED_TEXT for m in went_on.messages if isinstance(m, ToolResult)
-    )
+    assert not any(m.content == UNANSWERED for m in went_on.messages if isinstance(m, ToolResult))
     assert store.messages(str(went_on.run_id)) == went_on.messages
     assert sent == ["a@example.com"]
 

@@ -28,6 +28,7 @@ from steadyloop import (
     UserMessage,
     tool,
 )
+from steadyloop.launch import launch_for
 from steadyloop.limits import estimate_tokens
 from steadyloop.loop import Run
 from steadyloop.messages import Image, Message, Reasoning, message_from_dict
@@ -194,9 +195,8 @@ def assert_valid(entries: Sequence[Message]) -> None:
 async def drive(script: Script, compaction: Compaction | None, max_turns: int) -> Run:
     agent = build_agent(script, compaction, max_turns)
     history = (UserMessage("earlier"), AssistantMessage("earlier answer"))
-    config = agent._config()
-    dispatcher = await agent._toolbox.dispatcher(config)
-    run = Run(config, dispatcher, RunStart.fresh(UserMessage("do the plan"), history))
+    launch = await launch_for(agent, None, None, None)
+    run = Run(launch.config, launch.dispatcher, RunStart.fresh(UserMessage("do the plan"), history))
     task = asyncio.create_task(run.execute())
     script.run_task = task
     try:

@@ -23,6 +23,7 @@ from steadyloop import (
     CostLimitExceeded,
     FatalToolError,
     Limits,
+    Message,
     ModelError,
     RunContext,
     ToolCall,
@@ -32,7 +33,8 @@ from steadyloop import (
 )
 from steadyloop.store import open_store
 from steadyloop.subagents import child_run_id
-from steadyloop.testing import ScriptedModel
+from steadyloop.testing import FunctionModel, ScriptedModel
+from steadyloop.tools import ToolSpec
 from support.processes import python_env
 
 MODEL = "openai:gpt-4.1-mini"
@@ -164,6 +166,62 @@ async def test_a_call_with_no_budget_left_starts_no_child() -> None:
     assert answer.is_error
     assert answer.content.startswith("not run: the run has spent its cost budget")
     assert child_model.requests == []
+
+
+async def test_children_of_one_turn_share_the_budget_their_caller_has_left() -> None:
+    def research(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> AssistantMessage:
+        """Looks the topic up, then answers: two model calls of one price each."""
+        if any(isinstance(m, ToolResult) for m in messages):
+            return AssistantMessage("found it", usage=USAGE)
+        return asks("lookup", {"topic": "x"}, "r1")
+
+    child_model = FunctionModel(research, name=MODEL)
+    boss_model = ScriptedModel(
+        [
+            AssistantMessage(
+                tool_calls=(
+                    ToolCall("b1", "research", {"prompt": "vendor A"}),
+                    ToolCall("b2", "research", {"prompt": "vendor B"}),
+                ),
+                usage=USAGE,
+            ),
+            "never",
+        ],
+        name=MODEL,
+    )
+    boss = Agent(
+        boss_model,
+        tools=[Agent(child_model, tools=[lookup]).as_tool(name="research", description="R.")],
+        limits=Limits(max_cost_usd=3.5 * price(USAGE)),
+    )
+    with pytest.raises(CostLimitExceeded) as stopped:
+        await boss.run("Compare.")
+    # 2.5 calls' worth is left for the two children, who would make four calls on their own
+    # budgets: together they stop once they have spent it, after the call that crossed it.
+    assert len(child_model.requests) == 3
+    assert stopped.value.result.usage.cost_usd == pytest.approx(4 * price(USAGE))
+    answers = results(stopped.value.result.messages)
+    assert sorted(a.is_error for a in answers) == [False, True]
+    (refused,) = [a for a in answers if a.is_error]
+    assert refused.content.startswith("research stopped before answering: cost limit reached")
+
+
+async def test_a_child_that_fails_without_a_log_still_bills_its_caller() -> None:
+    child = Agent(
+        ScriptedModel([asks("lookup", {"topic": "x"}, "r1"), ModelError("down")], name=MODEL),
+        tools=[lookup],
+        model_retries=0,
+    )
+    boss = Agent(
+        ScriptedModel([research_call(), AssistantMessage("done", usage=USAGE)], name=MODEL),
+        tools=[child.as_tool(name="research", description="R.")],
+    )
+    result = await boss.run("Compare.")
+    assert results(result.messages)[0].content == "research failed: ModelError"
+    # the parent's two replies and call, and the child's one reply and call before it failed
+    assert (result.usage.requests, result.usage.tool_calls) == (3, 2)
+    assert result.usage.input_tokens == 3 * USAGE.input_tokens
+    assert result.usage.cost_usd == pytest.approx(3 * price(USAGE))
 
 
 async def test_a_child_stopped_by_its_turn_limit_is_an_error_the_parent_reads(

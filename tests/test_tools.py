@@ -158,6 +158,18 @@ def test_bare_decorator_and_plain_function_get_the_defaults() -> None:
     assert as_tool(ping) is ping
 
 
+def test_tools_given_as_a_generator_are_all_offered() -> None:
+    def ping() -> str:
+        return "pong"
+
+    def pong() -> str:
+        return "ping"
+
+    agent = Agent(TestModel(), tools=(f for f in (ping, pong)))
+    assert [t.name for t in agent.tools] == ["ping", "pong"]
+    assert agent.run_sync("go").output is not None
+
+
 def test_async_and_sync_functions_are_told_apart() -> None:
     async def fetch(url: str) -> str:
         """Fetch."""

@@ -9,16 +9,23 @@ steadyloop's feature by talking to the library underneath directly:
   same points: the run's start, each reply before its calls start, each turn's results before
   the model reads them (the last reply's transaction also finishes the run). The rows are
   recorded once from a logged steadyloop run (`record_log_transactions`) and replayed with a
-  fresh run id, so the floor does no serialising at all: that is part of what it judges.
+  fresh run id. The rows' JSON columns (an event's data, a run's config and usage) are kept as
+  the values they encode and written as JSON text at each commit, with the encoder the log uses,
+  as any program logging what happened must; turning steadyloop's own objects into those
+  values (`to_dict`) is left out of the floor: that is part of what it judges.
 - S7: the OpenTelemetry SDK makes the same spans with the same attributes (recorded once from a
   traced steadyloop run): `invoke_agent` around the run, a `chat` span around each model call
   and an `execute_tool` span around each tool call, each made current while it is open, as
-  steadyloop does; every attribute is given at the start (one call instead of two).
+  steadyloop does. The attributes known before the call are given at the start, those only the
+  call's outcome tells (usage, the response's model and finish reasons, a tool call's attempts,
+  the run's stop reason and totals: `known_at_end`) in one call before the span ends, as any
+  program making these spans has to.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -30,10 +37,15 @@ import bare_driver
 import common
 
 Transaction = list[tuple[str, list[Sequence[Any]]]]
+Replayed = list[tuple[str, tuple[int, ...], list[Sequence[Any]]]]
 Message = dict[str, Any]
 
 # As the run log's background thread does: a passive checkpoint once this many rows went in.
 CHECKPOINT_ROWS = 1000
+
+# The run log's JSON encoder (`steadyloop.store.recording`): `json.dumps` without its check for
+# reference cycles.
+_dumps = json.JSONEncoder(check_circular=False).encode
 
 
 async def floor_loop(
@@ -136,7 +148,7 @@ class SqliteFloor:
         self.plan = plan
         self.tools = {plan.tool: plan.function}
         self.run_id = run_id
-        self.transactions = transactions
+        self.transactions = [[_decoded(sql, rows) for sql, rows in tx] for tx in transactions]
         if len(transactions) != 2 * plan.turns:
             raise AssertionError(
                 f"S6 floor: the log committed {len(transactions)} times in a run, "
@@ -149,11 +161,13 @@ class SqliteFloor:
         self.db.execute("PRAGMA wal_autocheckpoint=0")
         self._checkpointed = 0
         self._next = 0
-        self._replay: list[Transaction] = []
+        self._replay: list[Replayed] = []
 
     def _commit(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
-        for sql, rows in self._replay[self._next]:
+        for sql, json_columns, rows in self._replay[self._next]:
+            if json_columns:
+                rows = [_encoded(row, json_columns) for row in rows]
             self.db.executemany(sql, rows)
         self.db.execute("COMMIT")
         self._next += 1
@@ -164,9 +178,10 @@ class SqliteFloor:
     async def run(self) -> str:
         fresh = uuid.uuid4().hex
         self._replay = [
-            [(sql, [_swap(row, self.run_id, fresh) for row in rows]) for sql, rows in tx]
+            [(sql, json_columns, [_swap(row, self.run_id, fresh) for row in rows])
+             for sql, json_columns, rows in tx]
             for tx in self.transactions
-        ]
+        ]  # fmt: skip
         self._next = 0
         self._commit()  # the run row and the prompt, before the first model call
         output = await floor_loop(
@@ -184,23 +199,69 @@ def _swap(row: Sequence[Any], old: str, new: str) -> tuple[Any, ...]:
     return tuple(new if value == old else value for value in row)
 
 
+def _decoded(sql: str, rows: list[Sequence[Any]]) -> tuple[str, tuple[int, ...], list[Any]]:
+    """A recorded statement with its JSON columns (those whose text every row holds exactly as
+    the encoder writes it) decoded, and which columns they are."""
+    columns = tuple(
+        index
+        for index in range(len(rows[0]) if rows else 0)
+        if all(_is_json(row[index]) for row in rows)
+    )
+    decoded = [
+        tuple(json.loads(value) if index in columns else value for index, value in enumerate(row))
+        for row in rows
+    ]
+    return sql, columns, decoded
+
+
+def _is_json(value: object) -> bool:
+    if not isinstance(value, str) or value[:1] not in ("{", "["):
+        return False
+    try:
+        return bool(_dumps(json.loads(value)) == value)
+    except ValueError:
+        return False
+
+
+def _encoded(row: Sequence[Any], json_columns: tuple[int, ...]) -> list[Any]:
+    """The row as written: its JSON columns encoded."""
+    values = list(row)
+    for index in json_columns:
+        values[index] = _dumps(values[index])
+    return values
+
+
 # -- S7: the OpenTelemetry SDK ------------------------------------------------------------------
+
+
+def known_at_end(attribute: str) -> bool:
+    """Whether a span's attribute is known only once its call is over (the outcome's)."""
+    return attribute.startswith(
+        ("gen_ai.usage.", "gen_ai.response.", "gen_ai.output.", "gen_ai.tool.call.result")
+    ) or (attribute.startswith("steadyloop.") and attribute != "steadyloop.run_id")
 
 
 def recorded_spans(exporter: Any) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
     """One traced run's spans as the floor replays them: the run span's, the model calls' (in
-    order) and the tool calls' (name and attributes, in order)."""
+    order) and the tool calls' (in order): name, kind, the attributes given at the start and
+    those given at the end."""
     spans = sorted(exporter.get_finished_spans(), key=lambda span: span.start_time)
     run = [s for s in spans if s.name == "invoke_agent"]
     models = [s for s in spans if s.name.startswith("chat")]
     tools = [s for s in spans if s.name.startswith("execute_tool")]
     if len(run) != 1 or len(run) + len(models) + len(tools) != len(spans):
         raise AssertionError("S7 floor: the recorded run made spans the floor does not know")
-    return (
-        {"name": run[0].name, "kind": run[0].kind, "attributes": dict(run[0].attributes)},
-        [{"name": s.name, "kind": s.kind, "attributes": dict(s.attributes)} for s in models],
-        [{"name": s.name, "kind": s.kind, "attributes": dict(s.attributes)} for s in tools],
-    )
+    return _replayed(run[0]), [_replayed(s) for s in models], [_replayed(s) for s in tools]
+
+
+def _replayed(span: Any) -> dict[str, Any]:
+    attributes = dict(span.attributes)
+    return {
+        "name": span.name,
+        "kind": span.kind,
+        "attributes": {k: v for k, v in attributes.items() if not known_at_end(k)},
+        "ended": {k: v for k, v in attributes.items() if known_at_end(k)},
+    }
 
 
 class OtelFloor:
@@ -225,6 +286,7 @@ class OtelFloor:
             yield
         finally:
             self._context.detach(token)
+            span.set_attributes(recorded["ended"])
             span.end()
 
     async def run(self) -> str:

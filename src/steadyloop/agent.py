@@ -1,26 +1,26 @@
-"""`Agent`: a model, its tools and its limits; `run`, `run_sync` and `stream` start runs (each
-with a snapshot of the agent's settings; `steadyloop.runs` logs them, `steadyloop.loop` runs them).
+"""`Agent`, the face of the library: a model, its tools and its limits, and the methods that run
+it (`steadyloop.launch` prepares each run, `steadyloop.runs` logs it, `steadyloop.loop` runs it).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
-from steadyloop import runs, sessions
+from steadyloop import launch, runs
 from steadyloop.approvals import Approver, Decisions
 from steadyloop.cache import Cache, resolve_cache
 from steadyloop.compaction import Compaction
-from steadyloop.config import RunConfig
-from steadyloop.context import Instructions, check_instructions
+from steadyloop.config import check_settings
+from steadyloop.context import Instructions
 from steadyloop.effects import Effects, nest
 from steadyloop.errors import ConfigError
 from steadyloop.events import Event
 from steadyloop.limits import Limits, TokenEstimator, estimate_tokens
-from steadyloop.messages import Message, Prompt, UserMessage, user_message
+from steadyloop.messages import Message, Prompt
 from steadyloop.models import Model, resolve_model
 from steadyloop.output import AnswerTools, OutputCheck
 from steadyloop.result import OutputT, RunResult
@@ -28,7 +28,6 @@ from steadyloop.retry import Backoff
 from steadyloop.runs import IfExists
 from steadyloop.toolbox import Toolbox
 from steadyloop.tools import Tool, Toolset, as_tool
-from steadyloop.tracing.setup import run_tracing
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 
     from steadyloop.store import RunLog
     from steadyloop.tools import Gate
-    from steadyloop.tracing.spans import Tracing
 
 __all__ = ["Agent", "IfExists"]
 
@@ -52,44 +50,32 @@ class Agent(Generic[OutputT]):
             (None: the `STEADYLOOP_MODEL` environment variable).
         tools: `@tool` objects, plain functions, and toolsets such as MCP servers.
         instructions: the system prompt, or `fn(ctx: RunContext) -> str` (sync or async) that
-            makes it at the start of each run (the text it makes is logged with the run).
+            makes it as each run starts (the text it makes is logged with the run).
         limits: turn, context-token and repeat limits, checked before each model call.
         max_tool_output: characters of each tool result the model reads (head and tail kept).
         tool_timeout: seconds a tool call may take unless the tool sets its own `timeout`.
         compaction: opt-in summarising of older messages as the context fills up.
         backoff: waits between retries of tools and of model calls.
-        model_retries: extra attempts of a model call that failed with a retryable error (after
-            the SDK's own retries).
+        model_retries: extra attempts of a model call after a retryable error (after the SDK's).
         estimate_tokens: the token estimate for messages appended since the provider's count.
-        store: the run log: an open `RunLog`, or where to open one: the path of a SQLite file
-            or a URL (`sqlite:///PATH`, `postgresql://...`); None: no log. A log the agent
-            opened itself is closed by `aclose()`.
-        durability: "turn" (default) commits each model reply to the log before any of its
-            calls starts and each tool result before the model reads it, so a kill re-runs at
-            most the calls in flight; "batch" lets the log writer gather events for a few
-            milliseconds (faster; a kill may lose the last of them).
-        effects: around-hooks for each model call and each tool call (see
-            `steadyloop.effects`); several nest, the first outermost.
-        metadata: extra JSON-able facts logged with each run (the CLI records its tool files).
-        tracer_provider: trace this agent's runs with OpenTelemetry, to this provider
-            (`steadyloop.instrument()` traces every agent's).
-        trace_content: also record prompts, instructions, replies, tool arguments and results
-            and error texts on this agent's spans (off: names, ids, counts and kinds only).
-        output: the type of the answer (default `str`: the text of the last reply). Any type
-            pydantic validates (a model, dataclass, TypedDict, `list[...]`, `int`, ...): the
-            model answers by calling a `final_answer` tool, and `result.output` is the
-            validated value. A run may pass its own `output=`.
-        output_check: `fn(value) -> value` (sync or async) run on each answer: the validated
-            value of a typed answer, or the text of a text answer. It may raise
-            `ToolError("...")` to send the model back to work with that message. What it
-            returns is the output.
+        store: the run log: an open `RunLog`, or a SQLite file's path or a URL (`sqlite:///PATH`,
+            `postgresql://...`) to open, closed again by `aclose()`; None: no log.
+        durability: "turn" (default) commits each model reply to the log before its calls start
+            and each tool result before the model reads it; "batch" commits every few
+            milliseconds (faster; a kill may lose the last events).
+        effects: around-hooks for each model and tool call (`steadyloop.effects`), first outermost.
+        metadata: extra JSON-able facts logged with each run.
+        tracer_provider: trace this agent's runs to it (`steadyloop.instrument()` traces all).
+        trace_content: also record prompts, instructions, replies, tool arguments, results and
+            error texts on spans (off: names, ids, counts and kinds only).
+        output: the answer's type (default `str`), any type pydantic validates: the model answers
+            through a `final_answer` tool, `result.output` is the value. A run may pass `output=`.
+        output_check: `fn(value) -> value` (sync or async) run on each answer; it may raise
+            `ToolError("...")` to send the model back to work. What it returns is the output.
         approver: `fn(call: PendingCall, ctx: RunContext) -> Approve() | Deny(reason) |
-            Edit(arguments) | Defer()` (sync or async) decides each call of a gated tool
-            (`@tool(approve=...)`); without one every such call is deferred: the run pauses
-            with `stop_reason="approval"` and `result.pending`, and `resume` continues it.
-        cache: prompt caching: True (default) is `Cache()` (Anthropic breakpoints on the
-            instructions or tools and on the latest user turn, OpenAI a `prompt_cache_key`
-            derived from the agent), False sends no cache controls, or a `Cache(...)`.
+            Edit(arguments) | Defer()` (sync or async) decides each call of a gated tool; without
+            one such calls pause the run (`stop_reason="approval"`, `result.pending`) for `resume`.
+        cache: prompt caching: True (default) is `Cache()`, False sends none, or a `Cache(...)`.
     """
 
     def __init__(
@@ -116,15 +102,7 @@ class Agent(Generic[OutputT]):
         approver: Approver | None = None,
         cache: bool | Cache = True,
     ) -> None:
-        if max_tool_output < 0:
-            raise ConfigError(f"max_tool_output must be >= 0, got {max_tool_output}")
-        if tool_timeout <= 0:
-            raise ConfigError(f"tool_timeout must be > 0 seconds, got {tool_timeout}")
-        if model_retries < 0:
-            raise ConfigError(f"model_retries must be >= 0, got {model_retries}")
-        if durability not in ("turn", "batch"):
-            raise ConfigError(f'durability must be "turn" or "batch", got {durability!r}')
-        check_instructions(instructions)
+        check_settings(max_tool_output, tool_timeout, model_retries, durability, instructions)
         self.model = resolve_model(model)
         self.instructions = instructions
         self.limits = limits if limits is not None else Limits()
@@ -142,10 +120,9 @@ class Agent(Generic[OutputT]):
         self.tracer_provider = tracer_provider
         self.trace_content = trace_content
         self._log = runs.LogHandle(store)
-        self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
-        self.tools: tuple[Tool, ...] = tuple(
-            as_tool(t) for t in tools if not isinstance(t, Toolset)
-        )
+        given = tuple(tools)  # read once: a generator of tools is used up by one pass
+        self.toolsets = tuple(t for t in given if isinstance(t, Toolset))
+        self.tools = tuple(as_tool(t) for t in given if not isinstance(t, Toolset))
         self._toolbox = Toolbox(self.tools, self.toolsets)
         self.output_check = output_check
         self._answers = AnswerTools(output, output_check, [t.name for t in self.tools])
@@ -179,19 +156,10 @@ class Agent(Generic[OutputT]):
         deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
         if_exists: IfExists = "error", session: str | None = None, fork_from: str | None = None,
     ) -> RunResult[Any]: ...
-    # fmt: on
     async def run(
-        self,
-        prompt: Prompt,
-        *,
-        history: Sequence[Message] = (),
-        output: Any = None,
-        deps: Any = None,
-        on_event: OnEvent | None = None,
-        run_id: str | None = None,
-        if_exists: IfExists = "error",
-        session: str | None = None,
-        fork_from: str | None = None,
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any = None,
+        deps: Any = None, on_event: OnEvent | None = None, run_id: str | None = None,
+        if_exists: IfExists = "error", session: str | None = None, fork_from: str | None = None,
     ) -> RunResult[Any]:
         """Runs until the model answers; raises `LimitExceeded` (with `.result`) at a limit.
 
@@ -207,26 +175,11 @@ class Agent(Generic[OutputT]):
         see `steadyloop.sessions`); `fork_from` continues the transcript of that run instead.
         Either needs the run log, and takes the place of `history`.
         """
-        message = user_message(prompt)  # a prompt that is no prompt fails here, first
-        sessions.check(self.store, session, fork_from, history)
-        runs.check_run_id(run_id, if_exists)
-        if run_id is not None:
-            store = runs.require_store(self.store, "run(run_id=...)")
-            answer_type = self._answers.default if output is None else output
-            existing = await runs.existing_run(store, run_id, if_exists, answer_type)
-            if isinstance(existing, RunResult):
-                return existing
-            if existing == "resume":
-                resumed: RunResult[Any] = await self.resume(
-                    run_id, deps=deps, output=output, on_event=on_event
-                )
-                return resumed
-        return await self._start(
-            message, history, on_event, output=output, deps=deps, run_id=run_id,
-            session=session, fork_from=fork_from,
-        )  # fmt: skip
+        return await launch.run(
+            self, prompt, history=history, output=output, deps=deps, on_event=on_event,
+            run_id=run_id, if_exists=if_exists, session=session, fork_from=fork_from,
+        )
 
-    # fmt: off
     @overload
     async def resume(
         self, run: str | RunResult[Any], *, decisions: Decisions | None = None, deps: Any = None,
@@ -242,15 +195,9 @@ class Agent(Generic[OutputT]):
         self, run: str | RunResult[Any], *, decisions: Decisions | None = None, deps: Any = None,
         output: Any, on_event: OnEvent | None = None,
     ) -> RunResult[Any]: ...
-    # fmt: on
     async def resume(
-        self,
-        run: str | RunResult[Any],
-        *,
-        decisions: Decisions | None = None,
-        deps: Any = None,
-        output: Any = None,
-        on_event: OnEvent | None = None,
+        self, run: str | RunResult[Any], *, decisions: Decisions | None = None, deps: Any = None,
+        output: Any = None, on_event: OnEvent | None = None,
     ) -> RunResult[Any]:
         """Continues a run: one paused for approval, or one killed, interrupted or failed.
 
@@ -262,51 +209,8 @@ class Agent(Generic[OutputT]):
         `idempotent`, otherwise answered with an error saying they were interrupted. `deps` and
         `output` are given again, as to `run` (they are not logged).
         """
-        prepare = functools.partial(self._launch, output, deps, on_event)
-        if isinstance(run, RunResult) and (run.run_id is None or self.store is None):
-            return await runs.resume_paused(run, decisions, prepare)
-        store = runs.require_store(self.store, "resume")
-        name = run if isinstance(run, str) else str(run.run_id)
-        resume = functools.partial(runs.resume_logged, store, name, decisions, prepare)
-        return await sessions.resuming(store, name, resume)
+        return await launch.resume(self, run, decisions, deps, output, on_event)
 
-    async def _start(
-        self, message: UserMessage, history: Sequence[Message], on_event: OnEvent | None, *,
-        output: Any, deps: Any, run_id: str | None = None, session: str | None = None,
-        fork_from: str | None = None,
-    ) -> RunResult[Any]:  # fmt: skip
-        launch = await self._launch(output, deps, on_event)
-        return await runs.start_new(
-            launch, self.store, message, history, run_id, session, fork_from
-        )
-
-    async def _launch(
-        self, output: Any, deps: Any, on_event: OnEvent | None, caller: Tracing | None = None
-    ) -> runs.Launch:
-        """What one run gets from this agent as it is now: a snapshot of its settings, a
-        dispatcher with every tool (toolsets started, the run's `final_answer` added), spans.
-        `caller`: the spans of the run whose tool call starts this one (a sub-agent's run),
-        which traces it too unless this agent has its own tracer provider."""
-        config = self._config()
-        answer = self._answers.for_run(output)
-        tracing = run_tracing(self.tracer_provider, self.trace_content, self.model)
-        if caller is not None and self.tracer_provider is None:
-            tracing = caller.for_child(self.model)
-        dispatcher, watch = await self._toolbox.for_run(config, tracing, answer)
-        return runs.Launch(config, dispatcher, tracing, answer, deps, on_event, watch)
-
-    def _config(self) -> RunConfig:
-        """The agent's settings as a run that starts now takes them."""
-        return RunConfig(
-            model=self.model, instructions=self.instructions, limits=self.limits,
-            max_tool_output=self.max_tool_output, tool_timeout=self.tool_timeout,
-            compaction=self.compaction, backoff=self.backoff, model_retries=self.model_retries,
-            estimate_tokens=self.estimate_tokens, effects=self.effects, approver=self.approver,
-            output_check=self.output_check, cache=self.cache, durability=self.durability,
-            metadata=dict(self.metadata),
-        )  # fmt: skip
-
-    # fmt: off
     @overload
     def run_sync(
         self, prompt: Prompt, *, history: Sequence[Message] = (), output: None = None,
@@ -325,74 +229,40 @@ class Agent(Generic[OutputT]):
         deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
         session: str | None = None, fork_from: str | None = None,
     ) -> RunResult[Any]: ...
-    # fmt: on
     def run_sync(
-        self,
-        prompt: Prompt,
-        *,
-        history: Sequence[Message] = (),
-        output: Any = None,
-        deps: Any = None,
-        run_id: str | None = None,
-        if_exists: IfExists = "error",
-        session: str | None = None,
-        fork_from: str | None = None,
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any = None,
+        deps: Any = None, run_id: str | None = None, if_exists: IfExists = "error",
+        session: str | None = None, fork_from: str | None = None,
     ) -> RunResult[Any]:
         """`run` for code without a running event loop."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            run = self.run(
-                prompt, history=history, output=output, deps=deps, run_id=run_id,
-                if_exists=if_exists, session=session, fork_from=fork_from,
-            )  # fmt: skip
-            return asyncio.run(run)
-        raise RuntimeError("run_sync() was called inside a running event loop: await run()")
+        return launch.run_sync(lambda: self.run(
+            prompt, history=history, output=output, deps=deps, run_id=run_id,
+            if_exists=if_exists, session=session, fork_from=fork_from,
+        ))
+    # fmt: on
 
     async def stream(
-        self,
-        prompt: Prompt,
-        *,
-        history: Sequence[Message] = (),
-        output: Any = None,
-        deps: Any = None,
-        session: str | None = None,
-        fork_from: str | None = None,
-    ) -> AsyncIterator[Event]:
+        self, prompt: Prompt, *, history: Sequence[Message] = (), output: Any = None,
+        deps: Any = None, session: str | None = None, fork_from: str | None = None,
+    ) -> AsyncIterator[Event]:  # fmt: skip
         """Runs like `run`, yielding each event as it happens; the last is `RunFinished`.
 
         A limit still raises `LimitExceeded` once its `LimitReached` and `RunFinished` events
         have been yielded. Leaving the loop early cancels the run.
         """
-        message = user_message(prompt)
-        sessions.check(self.store, session, fork_from, history)
-        start = functools.partial(
-            self._start, message, history, output=output, deps=deps, session=session,
-            fork_from=fork_from,
-        )  # fmt: skip
-        events = runs.streamed(start)
-        try:
+        events = launch.stream(self, prompt, history, output, deps, session, fork_from)
+        async with contextlib.aclosing(events):  # leaving early cancels the run at once
             async for event in events:
                 yield event
-        finally:
-            await events.aclose()  # now, so leaving early cancels the run at once
 
     def as_tool(
-        self,
-        *,
-        name: str,
-        description: str,
-        timeout: float | None = None,
-        max_calls: int | None = None,
-        approve: Gate = False,
-    ) -> Tool:
-        """This agent as a tool of another agent (a sub-agent): one parameter, `prompt`; a call
-        runs this agent on the prompt alone, with the calling run's `deps`, and its answer is
-        the call's result. The child run is logged with the calling run and call as its parent,
-        its usage and cost are added to the caller's, the caller's remaining cost budget bounds
-        it, a limit stop answers the call as an error the caller's model reads, and a resumed
-        caller never runs a finished child again (see `steadyloop.subagents`). `timeout`
-        (None: the caller's `tool_timeout`), `max_calls` and `approve` are as for `@tool`."""
+        self, *, name: str, description: str, timeout: float | None = None,
+        max_calls: int | None = None, approve: Gate = False,
+    ) -> Tool:  # fmt: skip
+        """This agent as a tool of another agent (a sub-agent), with one parameter, `prompt`: a
+        call runs this agent on the prompt alone with the caller's `deps`, as a logged child of
+        the calling run that spends from its usage and cost budget (see `steadyloop.subagents`).
+        `timeout` (None: the caller's `tool_timeout`), `max_calls`, `approve`: as for `@tool`."""
         from steadyloop.subagents import AgentTool
 
         return AgentTool(

@@ -10,14 +10,25 @@ in a request without tool definitions).
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from steadyloop.errors import ConfigError
-from steadyloop.messages import AssistantMessage, Message, Summary, ToolResult, UserMessage
+from steadyloop.messages import (
+    ArgumentsError,
+    AssistantMessage,
+    Message,
+    Summary,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from steadyloop.models.base import Model, ModelRequest
 from steadyloop.truncate import truncate
+
+if TYPE_CHECKING:
+    from steadyloop.transcript import Transcript
 
 __all__ = ["Compaction", "Summariser", "render_for_summary", "summarise_with_model"]
 
@@ -51,17 +62,27 @@ class Compaction:
         if not 0 < self.trigger <= 1:
             raise ConfigError(f"Compaction.trigger must be in (0, 1], got {self.trigger!r}")
 
-    async def summary_text(
-        self, messages: Sequence[Message], model: Model, max_chars: int
-    ) -> tuple[str, AssistantMessage | None]:
-        """The summary of `messages`, and the model's reply when the model wrote it."""
+    def due(self, tokens: int, max_context_tokens: int) -> bool:
+        """Whether a context of `tokens` has passed the trigger."""
+        return tokens > self.trigger * max_context_tokens
+
+    async def summarise_older(
+        self, transcript: Transcript, model: Model, max_chars: int
+    ) -> tuple[Summary, AssistantMessage | None] | None:
+        """The entry summarising all but the transcript's recent messages, and the model's
+        reply when the model wrote the summary; None when nothing can be summarised."""
+        cut = transcript.compaction_cut(self.keep_recent)
+        if cut is None:
+            return None
+        messages = transcript.to_summarise(cut)
+        reply = None
         if self.summarise is None:
             reply = await summarise_with_model(model, messages, max_chars)
-            return reply.text, reply
-        text = self.summarise(messages)
-        if inspect.isawaitable(text):
-            text = await text
-        return str(text), None
+            text = reply.text
+        else:
+            made = self.summarise(messages)
+            text = str(await made if inspect.isawaitable(made) else made)
+        return transcript.summary_for(cut, text), reply
 
 
 async def summarise_with_model(
@@ -89,10 +110,14 @@ def render_for_summary(messages: Sequence[Message]) -> str:
             if message.text:
                 lines.append(f"Assistant: {message.text}")
             for call in message.tool_calls:
-                args = (
-                    call.arguments
-                    if isinstance(call.arguments, str)
-                    else json.dumps(dict(call.arguments))
-                )
+                args = _arguments_text(call)
                 lines.append(f"Assistant called {call.name} ({call.id}) with {args}")
     return "\n".join(lines)
+
+
+def _arguments_text(call: ToolCall) -> str:
+    """A call's arguments as JSON; text that is not a JSON object as the model sent it."""
+    try:
+        return call.arguments_json()
+    except ArgumentsError:
+        return str(call.arguments)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from steadyloop.compaction import Compaction, Summariser
+from steadyloop.context import check_instructions
+from steadyloop.errors import ConfigError
 from steadyloop.limits import Limits, TokenEstimator, estimate_tokens
 from steadyloop.retry import Backoff
 
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from steadyloop.models.base import Model
     from steadyloop.output import OutputCheck
 
-__all__ = ["Durability", "RunConfig"]
+__all__ = ["Durability", "RunConfig", "check_settings"]
 
 Durability = Literal["turn", "batch"]
 MAX_TOOL_OUTPUT = 8_000
@@ -111,3 +113,22 @@ class RunConfig:
             ),
             metadata={key: value for key, value in data.items() if key not in _LOGGED},
         )
+
+
+def check_settings(
+    max_tool_output: int,
+    tool_timeout: float,
+    model_retries: int,
+    durability: object,
+    instructions: object,
+) -> None:
+    """A `ConfigError` for a setting no run can take, raised as the agent is made."""
+    if max_tool_output < 0:
+        raise ConfigError(f"max_tool_output must be >= 0, got {max_tool_output}")
+    if tool_timeout <= 0:
+        raise ConfigError(f"tool_timeout must be > 0 seconds, got {tool_timeout}")
+    if model_retries < 0:
+        raise ConfigError(f"model_retries must be >= 0, got {model_retries}")
+    if durability not in ("turn", "batch"):
+        raise ConfigError(f'durability must be "turn" or "batch", got {durability!r}')
+    check_instructions(instructions)

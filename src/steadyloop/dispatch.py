@@ -7,11 +7,13 @@ model reads; transient errors are retried with backoff first. `FatalToolError`,
 gets a result (cancelled ones say so), and the exception is handed back for the agent to raise
 once the results are in the transcript.
 
-Each call goes through one method per concern, outermost first: `_answer` (the effects around
-the call), `_prepare` (resolve the tool, parse and validate the arguments, fill in the run's
-context: once, before any effect sees the call), `_execute` (events, the per-tool lock, what
-stops the turn), `_retrying` (retries with backoff), `_attempt` (one try: deadline and render),
-`_invoke` (the tool's own code, in a thread for a sync tool).
+Each call runs in one task of its own, the tool's code included, and goes through one method
+per concern, outermost first: `_answer` (the effects around the call), `_prepare` (resolve the
+tool, parse and validate the arguments, fill in the run's context: once, before any effect sees
+the call), `_execute` (events, the per-tool lock, what stops the turn), `_retrying` (retries
+with backoff), `_attempt` (one try: deadline and render), `_invoke` (the tool's own code, in a
+thread for a sync tool). The turn's `Deadlines` (deadline.py) keep every attempt's time with one
+timer; what the model reads of a failure is worded in failures.py.
 """
 
 from __future__ import annotations
@@ -21,20 +23,19 @@ import contextvars
 import functools
 import inspect
 import json
-import logging
-import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from steadyloop import texts
-from steadyloop.deadline import DeadlinePassed, await_with_deadline, run_in_thread
+from steadyloop import failures, texts
+from steadyloop.deadline import DeadlinePassed, Deadlines, run_in_thread
 from steadyloop.effects import Effects, ToolInvocation, nest
-from steadyloop.errors import FatalToolError, ToolError
+from steadyloop.errors import FatalToolError
 from steadyloop.events import Event, ToolCallFinished, ToolCallStarted
-from steadyloop.messages import ArgumentsError, ToolCall, ToolResult, Usage
+from steadyloop.failures import Failure, TimedOut
+from steadyloop.messages import ArgumentsError, ToolCall, ToolResult
 from steadyloop.retry import Backoff, retry_context
 from steadyloop.tools import BoundCall, Tool, ToolOutput
 from steadyloop.truncate import truncate
@@ -42,9 +43,7 @@ from steadyloop.truncate import truncate
 if TYPE_CHECKING:
     from steadyloop.context import RunContext
 
-__all__ = ["ContextFor", "Dispatcher", "ToolThreads", "TurnResults", "current_call", "failure_text"]
-
-logger = logging.getLogger("steadyloop.dispatch")
+__all__ = ["ContextFor", "Dispatcher", "TurnResults", "current_call"]
 
 CANCELLED_TEXT = texts.CANCELLED  # the name tests read the text by
 
@@ -81,18 +80,6 @@ class _Stop(Exception):
         self.outcome = outcome
 
 
-class _Failure(Exception):
-    """A call failed in a way the model should read about; `text` is what it reads.
-
-    `attempts` is how many times the tool ran (0 when it never did).
-    """
-
-    def __init__(self, text: str, attempts: int = 0) -> None:
-        super().__init__(text)
-        self.text = text
-        self.attempts = attempts
-
-
 @dataclass(slots=True)  # not frozen: made for every call, and a frozen one is slower to make
 class _Prepared:
     """A call resolved, parsed and validated once: `bound` is ready to run, or `failure` is
@@ -109,14 +96,30 @@ class _Prepared:
 
 @dataclass(slots=True)
 class _Turn:
-    """What every call of one turn shares."""
+    """What every call of one turn shares. `ended` is set once every call has ended, or as
+    soon as one ends with an exception, which stops the turn; `left` counts the others."""
 
     notify: Callable[[Event], None] | None
     run_id: str | None
     number: int
     context_for: ContextFor | None
     refused: Mapping[str, str]
+    deadlines: Deadlines
+    left: int
+    ended: asyncio.Future[None]
+    tasks: Sequence[asyncio.Task[ToolCallFinished]] = ()
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def ended_one(self, failed: bool) -> None:
+        """A call ended; one that failed cancels the others at once."""
+        self.left -= 1
+        if failed:
+            current = asyncio.current_task()
+            for task in self.tasks:
+                if task is not current:
+                    task.cancel()
+        if (failed or not self.left) and not self.ended.done():
+            self.ended.set_result(None)
 
 
 class Dispatcher:
@@ -140,32 +143,28 @@ class Dispatcher:
         self._backoff = backoff
         self._executor = executor
         self._available = ", ".join(sorted(tools)) or "(none)"
-        # Tasks of async tools that ignored being cancelled at their deadline, until they end.
+        # The rest of each async tool that outlived its grace, in a task of its own until it ends.
         self._lingering: set[asyncio.Task[None]] = set()
 
     def around(self, inner: Sequence[Effects]) -> Dispatcher:
         """A dispatcher for the same tools whose calls also go through `inner` (innermost,
         right around each call; the first outermost): the hooks of one run."""
         outer = [] if self._effects is None else [self._effects]
-        return Dispatcher(
-            self._tools,
-            tool_timeout=self._timeout,
-            max_output=self._max_output,
-            backoff=self._backoff,
-            executor=self._executor,
-            effects=nest([*outer, *inner]),
-        )
+        return self._like(self._tools, nest([*outer, *inner]))
 
     def with_tools(self, tools: Mapping[str, Tool]) -> Dispatcher:
         """A dispatcher with the same settings and effects for other tools (a toolset's tools
         changed): a call to a tool no longer there is answered as an unknown tool."""
+        return self._like(tools, self._effects)
+
+    def _like(self, tools: Mapping[str, Tool], effects: Effects | None) -> Dispatcher:
         return Dispatcher(
             tools,
             tool_timeout=self._timeout,
             max_output=self._max_output,
             backoff=self._backoff,
             executor=self._executor,
-            effects=self._effects,
+            effects=effects,
         )
 
     async def run(
@@ -187,24 +186,30 @@ class Dispatcher:
         """
         if not calls:
             return TurnResults(())
-        shared = _Turn(notify, run_id, turn, context_for, refused or {})
-        tasks = [asyncio.create_task(self._answer(call, shared)) for call in calls]
+        loop = asyncio.get_running_loop()
+        deadlines, ended = Deadlines(self._lingering), loop.create_future()
+        shared = _Turn(
+            notify, run_id, turn, context_for, refused or {}, deadlines, len(calls), ended
+        )
+        tasks = [loop.create_task(self._call(call, shared)) for call in calls]
+        shared.tasks = tasks
         stop: BaseException | None = None
         try:
-            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            if pending:
-                for task in pending:
-                    task.cancel()
-                await asyncio.wait(pending)
+            await ended
+            if pending := [task for task in tasks if not task.done()]:  # a call stopped the turn
+                await asyncio.wait(pending)  # the others, cancelled, end within their grace
         except asyncio.CancelledError as exc:
             stop = exc
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            deadlines.close()
+            shared.tasks = ()  # a task's exception holds the turn: no cycle through it
         outcomes: list[ToolCallFinished] = []
         for call, task in zip(calls, tasks, strict=True):
             if task.cancelled():
-                outcome = _cancelled(call)
+                outcome = failures.cancelled(call)
                 if notify is not None:
                     notify(outcome)
             elif isinstance(error := task.exception(), _Stop):
@@ -212,13 +217,26 @@ class Dispatcher:
                 outcome = error.outcome
             elif error is not None:  # an effect around the call raised: it stops the run
                 stop = stop or error
-                outcome = _stopped(call, error)
+                outcome = failures.stopped(call, error)
                 if notify is not None:
                     notify(outcome)
             else:
                 outcome = task.result()
             outcomes.append(outcome)
         return TurnResults(tuple(outcomes), stop)
+
+    async def _call(self, call: ToolCall, turn: _Turn) -> ToolCallFinished:
+        """One call's task: answers it and counts it ended."""
+        failed = False
+        try:
+            return await self._answer(call, turn)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            turn.ended_one(failed)
 
     def _answer(self, call: ToolCall, turn: _Turn) -> Coroutine[Any, Any, ToolCallFinished]:
         """How `call` is answered: through the effects (if any). The call is prepared before
@@ -256,7 +274,7 @@ class Dispatcher:
         except ArgumentsError as exc:
             return _Prepared(call, tool, arguments, failure=str(exc), edited=edited)
         except Exception as exc:  # a validator's own TypeError, a broken Tool subclass
-            failure = _failure(tool.name, exc).text
+            failure = failures.failure(tool.name, exc).text
             return _Prepared(call, tool, arguments, failure=failure, edited=edited)
         if tool.context_types:
             context = _no_context() if turn.context_for is None else turn.context_for(call)
@@ -273,113 +291,110 @@ class Dispatcher:
         _CALLING.set((call, notify) if notify is not None else None)  # this call's task only
         started = time.perf_counter()
         attempts = 0
-        is_error = True
-        images: tuple[Any, ...] = ()
-        usage = None
         try:
             if tool is None or bound is None:  # it cannot run: its failure answers it
-                raise _Failure(prepared.failure or "")
+                raise Failure(prepared.failure or "")
             if tool.sequential:
                 async with turn.locks.setdefault(tool.name, asyncio.Lock()):
-                    output, attempts = await self._retrying(tool, bound)
+                    output, attempts = await self._retrying(tool, bound, turn.deadlines)
             else:
-                output, attempts = await self._retrying(tool, bound)
-            text, images, is_error = output.text, output.images, output.is_error
-            usage = output.usage
-        except _Failure as failure:
-            text, attempts = failure.text, failure.attempts
+                output, attempts = await self._retrying(tool, bound, turn.deadlines)
+        except Failure as failure:
+            output, attempts = ToolOutput(failure.text, is_error=True), failure.attempts
         except (FatalToolError, KeyboardInterrupt, SystemExit, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError) and _cancel_requested():
                 raise  # the turn is being cancelled: `run` answers this call as cancelled
-            text = _stop_text(call, exc)
-            outcome = self._finish(prepared, text, True, (), started, attempts)
+            stopped = ToolOutput(failures.stop_text(call, exc), is_error=True)
+            outcome = self._finish(prepared, stopped, started, attempts)
             if notify is not None:
                 notify(outcome)
             raise _Stop(exc, outcome) from None
         if prepared.edited is not None:
             edited = json.dumps(dict(prepared.edited), default=str)
-            text = texts.EDITED.format(arguments=edited) + text
-        outcome = self._finish(prepared, text, is_error, images, started, attempts, usage)
+            output = replace(output, text=texts.EDITED.format(arguments=edited) + output.text)
+        outcome = self._finish(prepared, output, started, attempts)
         if notify is not None:
             notify(outcome)
         return outcome
 
     def _finish(
-        self,
-        prepared: _Prepared,
-        text: str,
-        is_error: bool,
-        images: tuple[Any, ...],
-        started: float,
-        attempts: int,
-        usage: Usage | None = None,
+        self, prepared: _Prepared, output: ToolOutput, started: float, attempts: int
     ) -> ToolCallFinished:
-        call, tool = prepared.call, prepared.tool
+        call, tool, text = prepared.call, prepared.tool, output.text
         limit = self._max_output
         if tool is not None and tool.max_output is not None:
             limit = tool.max_output
-        result = ToolResult(call.id, call.name, truncate(text, limit), is_error, images)
+        content = truncate(text, limit)
+        result = ToolResult(call.id, call.name, content, output.is_error, output.images)
         took = time.perf_counter() - started
-        arguments = prepared.arguments
         return ToolCallFinished(
-            call, result, text, took, attempts, arguments=arguments, usage=usage
+            call, result, text, took, attempts, arguments=prepared.arguments, usage=output.usage
         )
 
-    async def _retrying(self, tool: Tool, bound: BoundCall) -> tuple[ToolOutput, int]:
-        """Runs the call, retrying `retry_on` exceptions; a last failure becomes `_Failure`."""
+    async def _retrying(
+        self, tool: Tool, bound: BoundCall, deadlines: Deadlines
+    ) -> tuple[ToolOutput, int]:
+        """Runs the call, retrying `retry_on` exceptions; a last failure becomes `Failure`."""
         timeout = tool.timeout if tool.timeout is not None else self._timeout
-        retry_on = tuple(t for t in tool.retry_on if issubclass(t, Exception))
         attempt_number = 0
         try:
             if tool.retries == 0:
                 attempt_number = 1
-                return await self._attempt(tool, bound, timeout), 1
+                return await self._attempt(tool, bound, timeout, deadlines), 1
+            retry_on = _retryable(tool)
             async for attempt in retry_context(retry_on, tool.retries + 1, self._backoff):
                 with attempt:
                     attempt_number += 1
-                    return await self._attempt(tool, bound, timeout), attempt_number
-        except _Failure as failure:
+                    output = await self._attempt(tool, bound, timeout, deadlines)
+                    return output, attempt_number
+        except Failure as failure:
             if attempt_number > 1:
                 text = texts.AFTER_ATTEMPTS.format(text=failure.text, attempts=attempt_number)
-                raise _Failure(text, attempt_number) from None
+                raise Failure(text, attempt_number) from None
             failure.attempts = attempt_number
             raise
-        except retry_on as exc:
-            text = failure_text(tool.name, exc)
+        except _retryable(tool) as exc:
+            text = failures.failure_text(tool.name, exc)
             if attempt_number > 1:
                 text = texts.AFTER_ATTEMPTS.format(text=text, attempts=attempt_number)
-            raise _Failure(text, attempt_number) from None
+            raise Failure(text, attempt_number) from None
         raise AssertionError("unreachable: retry_context yields at least one attempt")
 
-    async def _attempt(self, tool: Tool, bound: BoundCall, seconds: float) -> ToolOutput:
-        """One try: run and render; exceptions the model can fix become `_Failure`.
+    async def _attempt(
+        self, tool: Tool, bound: BoundCall, seconds: float, deadlines: Deadlines
+    ) -> ToolOutput:
+        """One try: run and render; exceptions the model can fix become `Failure`.
 
         Exceptions in the tool's `retry_on` propagate as they are, for the retry loop.
         """
         try:
-            value = await self._invoke(bound, seconds)
+            value = await self._invoke(bound, seconds, deadlines)
         except (FatalToolError, KeyboardInterrupt, SystemExit, asyncio.CancelledError):
             raise
         except DeadlinePassed as exc:
             text = texts.TIMED_OUT.format(tool=tool.name, seconds=f"{seconds:g}")
-            raise _TimedOut(text) from exc
+            raise TimedOut(text) from exc
         except Exception as exc:
             if isinstance(exc, tool.retry_on):
                 raise
-            raise _failure(tool.name, exc) from None
+            raise failures.failure(tool.name, exc) from None
         try:
             return tool.render(value)
         except Exception as exc:
-            raise _unexpected(tool.name, exc) from None
+            raise failures.unexpected(tool.name, exc) from None
 
-    async def _invoke(self, bound: BoundCall, seconds: float) -> Any:
+    def _invoke(self, bound: BoundCall, seconds: float, deadlines: Deadlines) -> Awaitable[Any]:
+        """The tool's own code under its deadline: in this task, or in a thread when sync."""
         if bound.is_async:
-            return await await_with_deadline(bound.fn(**bound.kwargs), seconds, self._lingering)
+            return deadlines.run(bound.fn(**bound.kwargs), seconds)
+        return self._in_thread(bound, seconds, deadlines)
+
+    async def _in_thread(self, bound: BoundCall, seconds: float, deadlines: Deadlines) -> Any:
         context = contextvars.copy_context()
         call = functools.partial(context.run, bound.fn, **bound.kwargs)
         value = await run_in_thread(call, seconds, self._executor())
         if inspect.isawaitable(value):  # a sync callable that hands back an awaitable: its own time
-            value = await await_with_deadline(value, seconds, self._lingering)
+            value = await deadlines.run(value, seconds)
         return value
 
     def _unknown_tool(self, name: str) -> str:
@@ -388,26 +403,9 @@ class Dispatcher:
         return texts.UNKNOWN_TOOL.format(name=name, available=self._available)
 
 
-class _TimedOut(_Failure, TimeoutError):
-    """Our own deadline expired: retryable like any TimeoutError, worded for the model."""
-
-
-def failure_text(tool_name: str, exc: BaseException) -> str:
-    """What the model reads of an exception a tool raised: the message of errors it can fix,
-    only the type of the others (which are logged with their traceback)."""
-    return _failure(tool_name, exc).text
-
-
-def _failure(tool_name: str, exc: BaseException) -> _Failure:
-    """What the model reads: the message of errors it can fix, only the type of the others."""
-    if isinstance(exc, (ToolError, TypeError, ValueError)):
-        return _Failure(str(exc) or type(exc).__name__)
-    return _unexpected(tool_name, exc)
-
-
-def _unexpected(tool_name: str, exc: BaseException) -> _Failure:
-    logger.error("tool %s failed", tool_name, exc_info=exc)
-    return _Failure(texts.FAILED.format(tool=tool_name, exception_type=type(exc).__name__))
+def _retryable(tool: Tool) -> tuple[type[Exception], ...]:
+    """The exceptions a tool's calls are retried on (only exceptions: never a cancellation)."""
+    return tuple(t for t in tool.retry_on if issubclass(t, Exception))
 
 
 def _no_context() -> RunContext[Any]:
@@ -421,45 +419,3 @@ def _cancel_requested() -> bool:
     """True when someone cancelled the current task (not a tool raising CancelledError itself)."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def _stop_text(call: ToolCall, error: BaseException) -> str:
-    kind = type(error).__name__
-    return texts.STOPPED.format(tool=call.name, exception_type=kind, error=error).rstrip(": ")
-
-
-def _stopped(call: ToolCall, error: BaseException) -> ToolCallFinished:
-    text = _stop_text(call, error)
-    result = ToolResult(call.id, call.name, text, is_error=True)
-    return ToolCallFinished(call, result, text, 0.0, 0)
-
-
-def _cancelled(call: ToolCall) -> ToolCallFinished:
-    result = ToolResult(call.id, call.name, texts.CANCELLED, is_error=True)
-    return ToolCallFinished(call, result, texts.CANCELLED, 0.0, 0, cancelled=True)
-
-
-class ToolThreads:
-    """The agent's threads for sync tools, started on first use, with no cap: every sync call
-    in flight, of all concurrent runs, starts at once instead of queueing behind others. The
-    pool starts a thread only when none is idle, so it grows to the most calls that were ever
-    in flight together.
-
-    Its own object, so that the dispatcher holds no reference back to the agent: an agent
-    nobody holds is freed at once (closing its run log), not at the next garbage collection.
-    """
-
-    def __init__(self) -> None:
-        self._executor: Executor | None = None
-
-    def get(self) -> Executor:
-        if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor  # on the first sync call only
-
-            self._executor = ThreadPoolExecutor(sys.maxsize, thread_name_prefix="steadyloop-tool")
-        return self._executor
-
-    def shutdown(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None

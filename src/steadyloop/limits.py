@@ -23,6 +23,7 @@ from steadyloop.errors import (
 )
 from steadyloop.media import parts_tokens
 from steadyloop.messages import (
+    ArgumentsError,
     AssistantMessage,
     Message,
     ToolCall,
@@ -218,12 +219,19 @@ def estimate_tokens(message: Message) -> int:
         text = message.text
         size = len(text) if text.isascii() else _quarters(text)
         for call in message.tool_calls:
-            args = call.arguments
-            text = args if isinstance(args, str) else json.dumps(args, default=str)
-            size += len(call.name) + len(call.id) + _quarters(text)
+            size += len(call.name) + len(call.id) + _quarters(_sent_arguments(call))
     else:
         size = _quarters(message.note)
     return size // 4 + _PER_MESSAGE_TOKENS
+
+
+def _sent_arguments(call: ToolCall) -> str:
+    """A call's arguments as a request carries them: text that is not a JSON object goes to
+    the provider as `{}` (the error result the model got quotes what it sent)."""
+    try:
+        return call.arguments_json()
+    except ArgumentsError:
+        return "{}"
 
 
 def estimate_fixed_tokens(instructions: str | None, tool_specs: Sequence[Any]) -> int:

@@ -46,9 +46,11 @@ from steadyloop.output import FINAL_ANSWER, check_text, nudge_after
 from steadyloop.repeats import RepeatGuard
 from steadyloop.result import RunResult
 from steadyloop.transcript import Transcript
+from steadyloop.unanswered import not_run, resumed_answers, to_run_now
 
 if TYPE_CHECKING:
     from steadyloop.config import RunConfig
+    from steadyloop.costshare import CostShare
     from steadyloop.dispatch import Dispatcher, TurnResults
     from steadyloop.output import FinalAnswer
     from steadyloop.start import RunStart
@@ -57,10 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Outcome", "Run"]
 
-CUT_OFF_TEXT = texts.CUT_OFF
 _UNCHECKED: Any = object()  # a text run without `output_check`: its output is the last text
-UNANSWERED_TEXT = texts.UNANSWERED
-INTERRUPTED_TEXT = texts.INTERRUPTED
 
 Outcome = Literal["continue", "answered", "paused"]
 """What a step that can end the run says: go on, the run has its answer, or it waits for
@@ -83,12 +82,14 @@ class Run:
         answer: FinalAnswer | None = None,
         deps: Any = None,
         watch: ToolWatch | None = None,
+        share: CostShare | None = None,
     ) -> None:
         """`notify` is told each event; `commit` makes what was recorded so far durable (the
         run log's write-ahead points). `tracing`: the run's spans, when it is traced (the
         dispatcher has them too). `answer` is the `final_answer` tool of a run with a typed
         answer (one of the dispatcher's tools); `deps` what the run's `RunContext` carries;
-        `watch` the toolsets whose tools may change while the run goes on."""
+        `watch` the toolsets whose tools may change while the run goes on; `share` the cost
+        budget a sub-agent's run spends with its siblings (`steadyloop.costshare`)."""
         self.config = config
         self.deps = deps
         self.decisions = start.decisions_for(dispatcher.tools)
@@ -121,6 +122,7 @@ class Run:
         self.checked: Any = _UNCHECKED if config.output_check is None else None
         self.pause: Pause | None = None
         self.watch = watch
+        self.share = share
         self.budget = CallBudget.for_run(
             {tool.name: tool.max_calls for tool in dispatcher.tools}, config.limits, FINAL_ANSWER
         )
@@ -234,9 +236,11 @@ class Run:
     async def _check_limits(self) -> None:
         limits = self.config.limits
         self._stop_at(reached_before_call(limits, self.turns, self.budget, self.usage.cost_usd))
+        if self.share is not None:
+            self._stop_at(self.share.reached())
         tokens = self.transcript.context_tokens(self.offer.fixed_tokens)
         compaction = self.config.compaction
-        if compaction is not None and tokens > compaction.trigger * limits.max_context_tokens:
+        if compaction is not None and compaction.due(tokens, limits.max_context_tokens):
             await self._compact()
             self._check_cost()  # the summary was a paid call too
             tokens = self.transcript.context_tokens(self.offer.fixed_tokens)
@@ -244,6 +248,8 @@ class Run:
 
     def _check_cost(self) -> None:
         self._stop_at(reached_cost(self.config.limits, self.usage.cost_usd))
+        if self.share is not None:
+            self._stop_at(self.share.reached())
 
     async def _call_model(self) -> AssistantMessage:
         self.turns += 1
@@ -265,6 +271,8 @@ class Run:
         the model that answered."""
         usage = reply.request_usage()
         self.usage += usage
+        if self.share is not None:
+            self.share.charge(usage.cost_usd)
         model = reply.model or self.config.model.name
         self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
 
@@ -289,7 +297,8 @@ class Run:
         when some wait for a decision, else "continue"."""
         if reply.stop_reason == "max_tokens":
             for call in reply.tool_calls:
-                self._append(_error_result(call, CUT_OFF_TEXT.format(name=call.name)))
+                text = texts.CUT_OFF.format(name=call.name)
+                self._append(ToolResult(call.id, call.name, text, is_error=True))
             return "continue"
         self.usage += Usage(tool_calls=len(reply.tool_calls))
         if self.answer is not None:
@@ -333,60 +342,37 @@ class Run:
 
     async def _compact(self) -> bool:
         """Appends a summary of the older messages; False when nothing could be summarised."""
-        config = self.config
+        config, before = self.config, self.transcript.context_tokens(self.offer.fixed_tokens)
         assert config.compaction is not None
-        cut = self.transcript.compaction_cut(config.compaction.keep_recent)
-        if cut is None:
+        max_chars = config.limits.max_context_tokens * 2
+        made = await config.compaction.summarise_older(self.transcript, config.model, max_chars)
+        if made is None:
             return False
-        before = self.transcript.context_tokens(self.offer.fixed_tokens)
-        text, reply = await config.compaction.summary_text(
-            self.transcript.to_summarise(cut), config.model, config.limits.max_context_tokens * 2
-        )
+        summary, reply = made
         if reply is not None:
             self._spent(await priced(reply, config.model))
-        summary = self.transcript.summary_for(cut, text)
         self._append(summary)
         after = self.transcript.context_tokens(self.offer.fixed_tokens)
         self._emit(Compacted(summary, before, after))
         return True
 
     async def _answer_unanswered_calls(self) -> Outcome:
-        """Answers the calls of the last reply that have no result, so the history stays valid;
-        "paused" when some of them still wait for a decision, else "continue".
-
-        With a new prompt they are answered "not run". When resuming, a call that finished
-        before the stop gets its logged result, a decided or idempotent one is run (or
-        denied), and any other is answered "interrupted" rather than risk doing its effect
-        twice.
-        """
-        unanswered = self.transcript.open_calls()
-        if not unanswered:
+        """Answers the calls of the last reply that have no result (`steadyloop.unanswered`);
+        "paused" when some of them still wait for a decision, else "continue"."""
+        calls = self.transcript.open_calls()
+        if self.recovered is None or not calls:
+            for result in not_run(calls):
+                self._append(result)
             return "continue"
-        if self.recovered is None:
-            for call in unanswered:
-                self._append(_error_result(call, UNANSWERED_TEXT))
-            return "continue"
-        tools = {t.name: t for t in self.dispatcher.tools}
-        rerun = [
-            c
-            for c in unanswered
-            if c.id not in self.recovered
-            and (c.id in self.refused
-                 or c.id in self.decisions
-                 or (c.name in tools and tools[c.name].idempotent))
-        ]  # fmt: skip
+        settled = {*self.refused, *self.decisions}
+        rerun = to_run_now(calls, self.recovered, self.dispatcher.tools, settled)
         batch = await self._dispatch(rerun, self.refused)
         fresh = {outcome.call.id: outcome.result for outcome in batch.outcomes}
-        answers = {
-            call.id: self.recovered.get(call.id)
-            or fresh.get(call.id)
-            or _error_result(call, INTERRUPTED_TEXT.format(name=call.name))
-            for call in unanswered
-        }
+        answers = resumed_answers(calls, self.recovered, fresh)
         if self._pause_for_decisions(batch, answers) == "paused":
             return "paused"
-        for call in unanswered:
-            self._append(answers[call.id])
+        for result in answers.values():
+            self._append(result)
         if batch.stop is not None:
             self._raise_stop(batch.stop)
         return "continue"
@@ -457,7 +443,3 @@ class Run:
         self.stop_reason = error.reason
         self._emit(LimitReached(error.reason, message))
         raise error(message, self._finish()) from cause
-
-
-def _error_result(call: ToolCall, text: str) -> ToolResult:
-    return ToolResult(call.id, call.name, text, is_error=True)

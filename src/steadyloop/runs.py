@@ -30,6 +30,7 @@ from steadyloop.start import RunStart
 if TYPE_CHECKING:
     from steadyloop.approvals import Decisions
     from steadyloop.config import RunConfig
+    from steadyloop.costshare import CostShare
     from steadyloop.dispatch import Dispatcher
     from steadyloop.events import Event
     from steadyloop.output import FinalAnswer
@@ -61,7 +62,9 @@ class Launch:
     """What an agent hands over to run once: its settings as the run starts, a dispatcher with
     every tool the run may call, the run's spans (None: not traced), the `final_answer` tool of
     a typed answer, the run's `deps`, who is told each event as it happens, and what the run
-    offers from each toolset (None: no toolsets), to see their tools change."""
+    offers from each toolset (None: no toolsets), to see their tools change. A sub-agent's run
+    also has the cost budget it shares with its siblings (`steadyloop.costshare`) and who is
+    told what the run spent when it ends, however it ends (its caller's bill)."""
 
     config: RunConfig
     dispatcher: Dispatcher
@@ -70,6 +73,8 @@ class Launch:
     deps: Any
     on_event: OnEvent | None
     watch: ToolWatch | None = None
+    share: CostShare | None = None
+    ended: Callable[[Usage], None] | None = None
 
 
 Prepare = Callable[[], Awaitable[Launch]]
@@ -135,11 +140,13 @@ async def start(
             links=links,
         )
         # A run id of the caller's is looked up in the log first: off the event loop.
-        run_id = await (asyncio.to_thread(begin) if run_id or store.blocking_io else _now(begin))
+        run_id = await (
+            _begin_off_loop(store, begin) if run_id or store.blocking_io else _now(begin)
+        )
         notify = _fan_out(store.recorder(run_id, len(start.messages)), launch.on_event)
         commit = _committer(store, run_id, launch.config)
         start = replace(start, run_id=run_id)
-    return await _traced(_run(launch, start, notify, commit), store)
+    return await _traced(_run(launch, start, notify, commit), store, launch.ended)
 
 
 async def start_new(
@@ -175,7 +182,7 @@ async def resume_paused(
     _require_tools(launch, {c.call_id: c.name for c in result.pending}, result.run_id)
     point = paused_point(result, decisions)
     check_deps(launch.dispatcher.tools, launch.deps)
-    return await _traced(_run(launch, point, launch.on_event, None), None)
+    return await _traced(_run(launch, point, launch.on_event, None), None, launch.ended)
 
 
 async def resume_logged(
@@ -184,10 +191,11 @@ async def resume_logged(
     """Claims logged run `name` (an id or a unique prefix) and goes on with it from its log;
     the claim is released at once when it cannot go on, else when it ends."""
     from steadyloop.resume import resume_point
+    from steadyloop.store.claims import claim
     from steadyloop.store.ids import find_run
 
     run_id = await asyncio.to_thread(lambda: find_run(store, name).id)
-    await _store_io(store, store.claim, run_id)
+    await claim(store, run_id)  # a resume cancelled meanwhile keeps nothing
     try:
         point = await asyncio.to_thread(resume_point, store, run_id, decisions)
         launch = await prepare()
@@ -202,7 +210,7 @@ async def resume_logged(
     except BaseException:
         await _store_io(store, store.release, run_id)
         raise
-    return await _traced(run, store)
+    return await _traced(run, store, launch.ended)
 
 
 async def existing_run(
@@ -261,7 +269,7 @@ def _run(
     return Run(
         launch.config, launch.dispatcher, start, notify=notify, commit=commit,
         tracing=launch.tracing, streaming=launch.on_event is not None, answer=launch.answer,
-        deps=launch.deps, watch=launch.watch,
+        deps=launch.deps, watch=launch.watch, share=launch.share,
     )  # fmt: skip
 
 
@@ -328,8 +336,11 @@ CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
 """The run the current task works for; its tool calls' tasks inherit it."""
 
 
-async def _traced(run: Run, store: RunLog | None) -> RunResult[Any]:
-    """Runs `run` in its logs: the run log, and its spans when it is traced."""
+async def _traced(
+    run: Run, store: RunLog | None, ended: Callable[[Usage], None] | None
+) -> RunResult[Any]:
+    """Runs `run` in its logs: the run log, and its spans when it is traced; `ended` is told
+    what the run spent, however it ended."""
     token = CALLER.set(Caller(run, store))
     try:
         if run.tracing is None:
@@ -337,6 +348,8 @@ async def _traced(run: Run, store: RunLog | None) -> RunResult[Any]:
         return await run.tracing.run(run.run_id, functools.partial(_logged, run, store))
     finally:
         CALLER.reset(token)
+        if ended is not None:
+            ended(run.usage)
 
 
 async def _logged(run: Run, store: RunLog | None) -> RunResult[Any]:
@@ -384,6 +397,28 @@ async def _ended(
             store.release(run_id)
 
     await (asyncio.to_thread(end) if ending is not None or store.blocking_io else _now(end))
+
+
+async def _begin_off_loop(store: RunLog, begin: Callable[[], str]) -> str:
+    """`begin()` (logging and claiming a new run) in a worker thread. A caller cancelled
+    meanwhile cannot stop the thread: it waits for the run's row, marks it interrupted and
+    releases it, so the id is free for a resume sent right after (a run nobody runs never holds
+    its claim until the log closes)."""
+    in_context = functools.partial(contextvars.copy_context().run, begin)  # as to_thread does
+    logged = asyncio.get_running_loop().run_in_executor(None, in_context)
+    try:
+        return await asyncio.shield(logged)
+    except asyncio.CancelledError:
+        await asyncio.shield(_abandon(store, logged))
+        raise
+
+
+async def _abandon(store: RunLog, logged: asyncio.Future[str]) -> None:
+    try:
+        run_id = await logged
+    except Exception:
+        return  # nothing was logged or claimed
+    await _ended(store, run_id, ("interrupted", None), Usage())
 
 
 async def _store_io(store: RunLog, call: Callable[..., T], *args: Any) -> T:

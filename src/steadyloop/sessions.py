@@ -76,7 +76,7 @@ async def holding(store: RunLog, session: str | None) -> AsyncIterator[None]:
         yield
         return
     key, wait = lock_id(session), FIRST_WAIT
-    while not await _io(store, _try_claim, store, key):
+    while not await _claimed(store, key):
         await asyncio.sleep(wait)
         wait = min(wait * 2, LONGEST_WAIT)
     try:
@@ -97,11 +97,7 @@ async def starting(
     from steadyloop.store import RunLinks
 
     async with holding(store, session):
-        previous = await asyncio.to_thread(_previous, store, session, fork_from)
-        history: tuple[Message, ...] = ()
-        if previous is not None:
-            messages = await asyncio.to_thread(store.messages, previous.id)
-            history = continued_history(messages)
+        previous, history = await asyncio.to_thread(_continued, store, session, fork_from)
         links = RunLinks(session=session, previous_run_id=previous.id if previous else None)
         return await start(history, links)
 
@@ -130,6 +126,17 @@ def continued_history(messages: Sequence[Message]) -> tuple[Message, ...]:
         Summary(text=latest.text, replaced=0),
         *conversation[head + latest.replaced :],
     )
+
+
+def _continued(
+    store: RunLog, session: str | None, fork_from: str | None
+) -> tuple[RunInfo | None, tuple[Message, ...]]:
+    """The run the new run continues and the history it gets from it, read in one go (one
+    hop off the event loop, not one per read)."""
+    previous = _previous(store, session, fork_from)
+    if previous is None:
+        return None, ()
+    return previous, continued_history(store.messages(previous.id))
 
 
 def _previous(store: RunLog, session: str | None, fork_from: str | None) -> RunInfo | None:
@@ -164,10 +171,14 @@ def _waiting(info: RunInfo, what: str) -> ConfigError:
     )
 
 
-def _try_claim(store: RunLog, key: str) -> bool:
+async def _claimed(store: RunLog, key: str) -> bool:
+    """Claims `key`; False when a run of the session holds it, here or elsewhere. A run
+    cancelled while it claims keeps nothing (see `steadyloop.store.claims`)."""
+    from steadyloop.store.claims import claim
+
     try:
-        store.claim(key)
-    except ConfigError:  # held by a run of the session, here or elsewhere
+        await claim(store, key)
+    except ConfigError:
         return False
     return True
 

@@ -8,8 +8,11 @@ calling run's `deps`, and its answer is the call's result. Beyond a tool that aw
   run and call as its parent (`RunLog.children`), under an id derived from them, so a resumed
   caller finds it: a child that finished is never run again (its logged result answers the
   call), one that was cut short goes on from its log;
-- what the child spent (tokens, requests, tool calls, cost) is added to the caller's usage, and
-  the caller's remaining cost budget bounds the child's;
+- what the child spent (tokens, requests, tool calls, cost) is added to the caller's usage,
+  however the child ended (answered, stopped or failed, logged or not), and the caller's
+  remaining cost budget bounds the child's: the children one turn's calls start share it, each
+  model call charged as its reply arrives (`steadyloop.costshare`), so together they cannot
+  spend more than the caller had left;
 - a child stopped by a limit, or paused for approval, answers the call with an error result
   the caller's model reads; a `FatalToolError` in the child stops the caller too;
 - when the caller is traced, so is the child, its spans under the call's `execute_tool` span.
@@ -21,6 +24,7 @@ import asyncio
 import dataclasses
 import functools
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,8 +32,10 @@ from typing import TYPE_CHECKING, Any
 from steadyloop import runs, texts
 from steadyloop.context import RunContext
 from steadyloop.cost import has_price
-from steadyloop.dispatch import failure_text
+from steadyloop.costshare import CostShare
 from steadyloop.errors import FatalToolError, LimitExceeded
+from steadyloop.failures import failure_text
+from steadyloop.launch import launch_for
 from steadyloop.messages import Usage, UserMessage
 from steadyloop.result import RunResult
 from steadyloop.start import RunStart
@@ -46,6 +52,8 @@ __all__ = ["AgentTool", "child_run_id"]
 # Fixed, so that a call's child run id is the same in every process.
 _CHILD_IDS = uuid.UUID("5b0c8f0e-6a53-4d1e-9a55-0d6c1f4e2a71")
 _ANSWERED = ("end_turn", "max_tokens")
+# The cost budget the children of each calling run's latest turn share: (turn, share).
+_SHARES: weakref.WeakKeyDictionary[Run, tuple[int, CostShare]] = weakref.WeakKeyDictionary()
 
 
 def child_run_id(parent_run_id: str, call_id: str) -> str:
@@ -116,15 +124,16 @@ class AgentTool(FunctionTool):
         budget = await self._cost_limit(run, ctx)
         if isinstance(budget, _Answer):
             return budget
-        prepare = functools.partial(self._launch, run, ctx.deps, budget)
+        spent: list[Usage] = []  # what the child run spent, once it has ended
+        launch = functools.partial(self._launch, run, ctx.deps, budget, spent.append)
         try:
-            return await self._run(prompt, store, child_id, links, prepare)
+            return await self._run(prompt, store, child_id, links, launch)
         except LimitExceeded as exc:
             return self._stopped(str(exc), exc.result)
         except FatalToolError:
             raise
         except Exception as exc:  # the child failed: the caller's model reads how, as for any tool
-            usage = await _logged_usage(store, child_id)
+            usage = spent[-1] if spent else await _logged_usage(store, child_id)
             return _Answer(failure_text(self.name, exc), True, usage)
 
     async def _run(
@@ -152,32 +161,46 @@ class AgentTool(FunctionTool):
             return self._paused(info.id, [f"{c.call_id} ({c.name})" for c in pending], info.usage)
         return self._answered(await runs.resume_logged(store, info.id, None, prepare))
 
-    async def _launch(self, caller: Run | None, deps: Any, cost_limit: float | None) -> runs.Launch:
+    async def _launch(
+        self,
+        caller: Run | None,
+        deps: Any,
+        budget: tuple[float, CostShare] | None,
+        ended: Callable[[Usage], None],
+    ) -> runs.Launch:
         """The child's launch: traced under the caller when the caller is, its cost limit
-        bounded by the caller's budget, told no events (the caller's stream has the call)."""
+        bounded by the caller's budget, which it shares with its siblings, told no events (the
+        caller's stream has the call) but told what it spent when it ends."""
         tracing = caller.tracing if caller is not None else None
-        launch = await self.agent._launch(None, deps, None, caller=tracing)
-        if cost_limit is None:
+        launch = await launch_for(self.agent, None, deps, None, caller=tracing)
+        launch = dataclasses.replace(launch, ended=ended)
+        if budget is None:
             return launch
+        cost_limit, share = budget
         limits = dataclasses.replace(launch.config.limits, max_cost_usd=cost_limit)
-        return dataclasses.replace(launch, config=dataclasses.replace(launch.config, limits=limits))
+        config = dataclasses.replace(launch.config, limits=limits)
+        return dataclasses.replace(launch, config=config, share=share)
 
-    async def _cost_limit(self, caller: Run | None, ctx: RunContext[Any]) -> float | _Answer | None:
-        """The child's cost limit: the caller's budget left (its limit minus what it has cost
-        so far, children included) or the child's own when lower; None to leave the child's
-        limits as they are (no caller budget, or a child model with no known price). An
-        answer, and no child, when nothing is left."""
+    async def _cost_limit(
+        self, caller: Run | None, ctx: RunContext[Any]
+    ) -> tuple[float, CostShare] | _Answer | None:
+        """The child's cost limit and the budget it shares with the turn's other children: the
+        caller's budget left (its limit minus what it has cost so far, children included, and
+        what the turn's children running meanwhile have spent) or the child's own limit when
+        lower. None to leave the child's limits as they are (no caller budget, or a child model
+        with no known price). An answer, and no child, when nothing is left."""
         limit = caller.config.limits.max_cost_usd if caller is not None else None
-        if limit is None:
+        if caller is None or limit is None:
             return None
-        spent = ctx.usage.cost_usd or 0.0
-        if spent >= limit:
+        share = _shared(caller, ctx, limit)
+        if share.reached() is not None:
+            spent = (ctx.usage.cost_usd or 0.0) + share.spent
             text = texts.NO_BUDGET.format(cost=f"{spent:.4f}", limit=f"{limit:g}", tool=self.name)
             return _Answer(text, True, Usage())
         if not await has_price(self.agent.model):
             return None
         own = self.agent.limits.max_cost_usd
-        return limit - spent if own is None else min(limit - spent, own)
+        return (share.left if own is None else min(share.left, own)), share
 
     def _answered(self, result: RunResult[Any]) -> _Answer:
         """The answer a child run that returned gives: its output, or why it has none yet."""
@@ -212,8 +235,23 @@ class AgentTool(FunctionTool):
         return _Answer(text, True, usage)
 
 
+def _shared(caller: Run, ctx: RunContext[Any], limit: float) -> CostShare:
+    """The budget the children of the caller's current turn share: what the caller had left
+    when the turn's calls started (`ctx.usage` is the same for all of them), within the
+    budget the caller itself shares, if any. The caller adds its children's spending to its
+    own usage once every call of the turn is answered, so each turn starts a new share."""
+    turn = ctx.turn
+    found = _SHARES.get(caller)
+    if found is not None and found[0] == turn:
+        return found[1]
+    share = CostShare(limit - (ctx.usage.cost_usd or 0.0), caller.share)
+    _SHARES[caller] = (turn, share)
+    return share
+
+
 async def _logged_usage(store: RunLog | None, child_id: str | None) -> Usage:
-    """What a child run that failed spent, as its log has it (nothing without a log)."""
+    """What a child run that failed before it got going spent, as its log has it (an earlier
+    attempt's, when a resumed caller runs the call again; nothing without a log)."""
     if store is None or child_id is None:
         return Usage()
     info = await asyncio.to_thread(store.find, child_id)

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from steadyloop.dispatch import Dispatcher, ToolThreads
+from steadyloop.dispatch import Dispatcher
 from steadyloop.tools import Tool, Toolset, check_unique_names
+from steadyloop.toolthreads import ToolThreads
 
 if TYPE_CHECKING:
     from steadyloop.config import RunConfig

@@ -221,3 +221,25 @@ def test_show_prints_a_replys_reasoning_before_its_text_and_never_its_ciphertext
     shown = [e["data"]["message"] for e in events if e["kind"] == "message"]
     thoughts = [m.get("reasoning_text") for m in shown if m["type"] == "assistant"]
     assert thoughts == ["The capital of France."]
+
+
+def test_show_prints_a_calls_arguments_with_their_own_characters(
+    capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    """Arguments a provider delivered as an object (as Anthropic and Gemini do) are shown as
+    the JSON the model wrote, not with `\\u` escapes; text that is not a JSON object as it came."""
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    calls = (ToolCall("c1", "weather", {"city": "São Paulo"}), ToolCall("c2", "weather", "{"))
+    home.mkdir()
+    store = RunStore(home / "runs.db")
+    model = ScriptedModel([AssistantMessage(tool_calls=calls), "Sunny."])
+    Agent(model, tools=[weather], store=store).run_sync("Weather?", run_id="w")
+    store.close()
+    lines = run_cli(capsys, "show", "w")[1].splitlines()
+    assert 'assistant → weather({"city": "São Paulo"})  [c1]' in lines
+    assert "assistant → weather({)  [c2]" in lines

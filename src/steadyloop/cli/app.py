@@ -6,18 +6,14 @@ traceback."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import re
 import sys
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
-from steadyloop.cli.batch import batch, render_batch
-from steadyloop.cli.chat import chat, continued_run, logged_settings
 from steadyloop.cli.common import EXIT_ERROR, guard, run_to_exit
-from steadyloop.cli.decide import check_decisions, decisions_from_options, resuming_agent
-from steadyloop.cli.eval import eval_
-from steadyloop.cli.mcp_serve import mcp_group
 from steadyloop.cli.options import (
     agent_tools_options,
     logged_tools_option,
@@ -30,25 +26,43 @@ from steadyloop.cli.setup import (
     open_store,
     store_path,
 )
-from steadyloop.cli.show import render_runs, render_transcript, transcript_json
 from steadyloop.limits import Limits
 from steadyloop.media import Image
-from steadyloop.resume import waiting_calls
-from steadyloop.store.ids import find_run, short_id
+
+if TYPE_CHECKING:
+    from steadyloop.store import RunInfo, RunLog
 
 __all__ = ["cli"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# The commands that live in their own modules: name -> (module, attribute).
+ELSEWHERE = {
+    "batch": ("steadyloop.cli.batch", "batch"),
+    "chat": ("steadyloop.cli.chat", "chat"),
+    "eval": ("steadyloop.cli.eval", "eval_"),
+    "mcp": ("steadyloop.cli.mcp_serve", "mcp_group"),
+}
+
+
+class _Commands(click.Group):
+    """The command group, with the commands of ELSEWHERE imported only when named or listed:
+    `steadyloop run` loads none of them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *ELSEWHERE})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in ELSEWHERE:
+            module, name = ELSEWHERE[cmd_name]
+            command: click.Command = getattr(importlib.import_module(module), name)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="steadyloop")
 def cli() -> None:
     """Run LLM agents that hold up: steadyloop run --tools tools.py --model test "..." """
-
-
-cli.add_command(batch)
-cli.add_command(eval_)
-cli.add_command(mcp_group)
-cli.add_command(chat)
 
 
 @cli.command()
@@ -129,18 +143,19 @@ def run(prompt: str, tool_files: tuple[str, ...], mcp: tuple[str, ...], mcp_url:
         raise click.UsageError("--session and -c/--continue read the run log: drop --no-log")
     if session == "":
         raise click.UsageError("--session needs a name")
-    store = None if no_log else guard(lambda: open_store(store_url))
-    previous = (
-        guard(lambda: continued_run(store, session, continue_)) if store is not None else None
-    )
-    fork_from = None
+    chosen: dict[str, Any] = {"model": model, "tool_files": list(tool_files), "mcp": list(mcp),
+                              "mcp_url": list(mcp_url), "instructions": instructions}  # fmt: skip
+    store: RunLog | None = None
+    previous: RunInfo | None = None
+    fork_from: str | None = None
+    if not no_log:
+        from steadyloop.cli.chat import continued_run, logged_settings
+
+        log = store = guard(lambda: open_store(store_url))
+        previous = guard(lambda: continued_run(log, session, continue_))
+        chosen = logged_settings(previous, chosen)
     if continue_ and previous is not None:
         session, fork_from = previous.session, None if previous.session else previous.id
-    chosen = logged_settings(
-        previous,
-        {"model": model, "tool_files": list(tool_files), "mcp": list(mcp),
-         "mcp_url": list(mcp_url), "instructions": instructions},
-    )  # fmt: skip
     if prompt == "-":
         prompt = _read_stdin().strip()
         if not prompt:
@@ -205,6 +220,10 @@ def resume(
 ) -> None:  # fmt: skip
     """Continue a run that was killed, interrupted or failed, or one paused for approval
     (decide each waiting call with --approve, --deny or --edit)."""
+    from steadyloop.cli.decide import check_decisions, decisions_from_options, resuming_agent
+    from steadyloop.resume import waiting_calls
+    from steadyloop.store.ids import find_run
+
     if factory is not None and tool_files:
         raise click.UsageError("give --agent or --tools, not both: the agent has its own tools")
     decisions = decisions_from_options(approved, denied, edited)
@@ -230,6 +249,9 @@ def resume(
 @store_option
 def logs(limit: int, batch_name: str | None, session: str | None, store_url: str | None) -> None:
     """List recent runs: id, when, model, turns, tokens, how each ended."""
+    from steadyloop.cli.batch import render_batch
+    from steadyloop.cli.show import render_runs
+
     if batch_name is not None and session is not None:
         raise click.UsageError("give --batch or --session, not both")
     if store_url is None and not store_path().exists():
@@ -255,6 +277,9 @@ def logs(limit: int, batch_name: str | None, session: str | None, store_url: str
 @store_option
 def show(run_id: str, as_json: bool, full: bool, store_url: str | None) -> None:
     """Show a run's transcript: errors, truncations, compactions and stops marked."""
+    from steadyloop.cli.show import render_transcript, transcript_json
+    from steadyloop.store.ids import find_run
+
     store = guard(lambda: open_store(store_url, read_only=True))
     info = guard(lambda: find_run(store, run_id))
     text = guard(
@@ -286,6 +311,7 @@ def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool, outpu
            store_url: str | None) -> None:  # fmt: skip
     """Re-run a logged run with its recorded model replies; report where it diverges."""
     from steadyloop.replay import replay_run
+    from steadyloop.store.ids import find_run, short_id
     from steadyloop.toolfile import load_from_file
 
     store = guard(lambda: open_store(store_url, read_only=True))
@@ -312,6 +338,8 @@ def replay(run_id: str, tool_files: tuple[str, ...], recorded_tools: bool, outpu
 @store_option
 def export(run_id: str, output: Any, store_url: str | None) -> None:
     """Write a run as JSON lines (loss-free; `steadyloop import` reads it back)."""
+    from steadyloop.store.ids import find_run
+
     store = guard(lambda: open_store(store_url, read_only=True))
     info = guard(lambda: find_run(store, run_id))
     for line in guard(lambda: list(store.to_jsonl(info.id))):

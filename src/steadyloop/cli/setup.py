@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steadyloop.agent import Agent
 from steadyloop.config import RunConfig
 from steadyloop.context import Instructions
 from steadyloop.limits import Limits
 from steadyloop.models import Model, resolve_model
-from steadyloop.store import RunLog
 from steadyloop.tools import Tool, Toolset
+
+if TYPE_CHECKING:
+    from steadyloop.store import RunLog
 
 __all__ = [
     "agent_from_config",

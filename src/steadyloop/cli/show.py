@@ -19,6 +19,7 @@ from steadyloop.messages import (
 )
 from steadyloop.store import RunInfo, RunLog, ToolRecord, reading
 from steadyloop.store.ids import short_id
+from steadyloop.ui.entries import arguments_text
 
 __all__ = [
     "format_cost",
@@ -182,8 +183,7 @@ def _message_lines(message: Any, records: dict[str, Any], *, full: bool) -> Iter
         elif not message.tool_calls:
             yield "assistant: [empty reply: no text and no tool calls]"
         for call in message.tool_calls:
-            args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
-            yield f"assistant → {call.name}({args})  [{call.id}]"
+            yield f"assistant → {call.name}({arguments_text(call)})  [{call.id}]"
     elif isinstance(message, ToolResult):
         yield from _result_lines(message, records.get(message.call_id), None, full=full)
     elif isinstance(message, Summary):

@@ -1,5 +1,6 @@
 """What an evaluation found: each attempt scored (`Attempt`), per case (`CaseResult`), in all
-(`EvalReport`), and two reports side by side (`compare`).
+(`EvalReport`), and two reports side by side (`compare`); `steadyloop.evals.render` shows them
+in a terminal.
 
 A report is saved in the run log under the eval's name (`to_dict()`'s form) and read back with
 `load_report`; the viewer and `steadyloop eval --compare` use it.
@@ -7,7 +8,6 @@ A report is saved in the run log under the eval's name (`to_dict()`'s form) and 
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from collections import Counter
@@ -18,6 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from steadyloop.errors import ConfigError
 from steadyloop.evals.dataset import BadCase
+from steadyloop.evals.render import (
+    comparison_table,
+    comparison_text,
+    report_renderable,
+    report_table,
+    report_text,
+    summary_lines,
+)
 from steadyloop.evals.scorers import Score
 from steadyloop.messages import AssistantMessage, Message, ToolCall, Usage
 
@@ -262,47 +270,18 @@ class EvalReport:
 
     def table(self) -> Table:
         """The terminal table: a row per case (pass rate, each scorer's mean, what failed)."""
-        from rich.table import Table
-
-        table = Table(title=f"eval {self.name}: {percent(self.pass_rate)} passed")
-        table.add_column("case")
-        table.add_column("pass", justify="right")
-        for name in self.scorers:
-            table.add_column(name, justify="right")
-        table.add_column("why not")
-        for case in self.cases:
-            why = _why_not(case)
-            cells = [percent(case.scores.get(name)) for name in self.scorers]
-            table.add_row(case.id, percent(case.pass_rate), *cells, why)
-        return table
+        return report_table(self)
 
     def render(self) -> str:
         """The terminal table and a line per figure, as text."""
-        return _text(self.table()) + "".join(line + "\n" for line in self.summary_lines())
+        return report_text(self)
 
     def summary_lines(self) -> list[str]:
         """A line per figure: the pass rate first, then each scorer's mean, errors, cost..."""
-        pairs = [
-            ("pass rate", f"{percent(self.pass_rate)} ({self.passed} of {self.attempts} "
-             f"attempts, {len(self.cases)} cases, {self.repeat} each)"),
-            *((name, percent(mean)) for name, mean in self.scores.items()),
-            ("errors", str(self.errors)),
-            ("cost", _money(self.cost_usd)),
-            ("tokens", _count(self.tokens)),
-            ("turns", f"{self.turns:.1f} per attempt"),
-            ("latency", f"p50 {_seconds(self.latency_p50)}, p95 {_seconds(self.latency_p95)}"),
-        ]  # fmt: skip
-        if self.bad:
-            pairs.append(("bad lines", f"{len(self.bad)} skipped"))
-        if self.unfinished:
-            pairs.append(("unfinished", f"{self.unfinished}: run the eval again to finish them"))
-        width = max(len(label) for label, _ in pairs)
-        return [f"{label:<{width}}  {value}" for label, value in pairs]
+        return summary_lines(self)
 
     def __rich__(self) -> RenderableType:
-        from rich.console import Group
-
-        return Group(self.table(), "\n".join(self.summary_lines()))
+        return report_renderable(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,40 +336,12 @@ class Comparison:
         }
 
     def table(self) -> Table:
-        from rich.table import Table
-
-        base, other = self.base, self.other
-        table = Table(title=f"{base.name} → {other.name}")
-        table.add_column("")
-        table.add_column(base.name, justify="right")
-        table.add_column(other.name, justify="right")
-        table.add_row("pass rate", percent(base.pass_rate), percent(other.pass_rate))
-        for name in dict.fromkeys([*base.scorers, *other.scorers]):
-            table.add_row(name, percent(base.scores.get(name)), percent(other.scores.get(name)))
-        table.add_row("cost", _money(base.cost_usd), _money(other.cost_usd))
-        table.add_row("tokens", _count(base.tokens), _count(other.tokens))
-        table.add_row("turns", f"{base.turns:.1f}", f"{other.turns:.1f}")
-        for label, a, b in (
-            ("latency p50", base.latency_p50, other.latency_p50),
-            ("latency p95", base.latency_p95, other.latency_p95),
-        ):
-            table.add_row(label, _seconds(a), _seconds(b))
-        for change in self.changed:
-            word = "fixed" if change.fixed else "broken"
-            table.add_row(
-                f"{word}: {change.id}", percent(change.base.pass_rate),
-                percent(change.other.pass_rate),
-            )  # fmt: skip
-        return table
+        """The terminal table: both reports' figures side by side, then each changed case."""
+        return comparison_table(self)
 
     def render(self) -> str:
-        """The side-by-side table as text."""
-        text = _text(self.table())
-        if self.added:
-            text += f"only in {self.other.name}: {', '.join(self.added)}\n"
-        if self.removed:
-            text += f"only in {self.base.name}: {', '.join(self.removed)}\n"
-        return text
+        """The side-by-side table as text, then the cases only one report has."""
+        return comparison_text(self)
 
     def __rich__(self) -> RenderableType:
         return self.table()
@@ -438,41 +389,3 @@ def _nearest_rank(values: Sequence[float], percentile: int) -> float | None:
     if not values:
         return None
     return values[max(0, math.ceil(percentile / 100 * len(values)) - 1)]
-
-
-def _why_not(case: CaseResult) -> str:
-    for attempt in case.attempts:
-        if attempt.status != "answered":
-            return _short(f"#{attempt.repeat} {attempt.status}: {attempt.error or ''}".strip())
-        for score in attempt.scores.values():
-            if not score.passed:
-                return _short(f"#{attempt.repeat} {score.name}: {score.error or score.reason}")
-    return ""
-
-
-def _short(text: str, most: int = 60) -> str:
-    return text if len(text) <= most else text[: most - 1] + "…"
-
-
-def _text(renderable: Any) -> str:
-    from rich.console import Console
-
-    buffer = io.StringIO()
-    Console(file=buffer, width=120, no_color=True, color_system=None).print(renderable)
-    return buffer.getvalue()
-
-
-def percent(value: float | None) -> str:
-    return "—" if value is None else f"{value * 100:.1f}%"
-
-
-def _money(usd: float | None) -> str:
-    return "unknown" if usd is None else f"${usd:.4f}"
-
-
-def _count(value: int | None) -> str:
-    return "unknown" if value is None else f"{value:,}"
-
-
-def _seconds(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f} s"

@@ -35,13 +35,14 @@ from mcp.server.stdio import stdio_server
 from pydantic import Field
 
 from steadyloop.config import MAX_TOOL_OUTPUT, TOOL_TIMEOUT
-from steadyloop.dispatch import Dispatcher, ToolThreads
+from steadyloop.dispatch import Dispatcher
 from steadyloop.errors import LimitExceeded, SteadyloopError
 from steadyloop.events import Event, ModelRequestStarted
 from steadyloop.messages import ArgumentsError, ToolCall, ToolResult
 from steadyloop.result import RunResult, as_json
 from steadyloop.retry import Backoff
 from steadyloop.tools import Tool, Toolset
+from steadyloop.toolthreads import ToolThreads
 
 if TYPE_CHECKING:
     from steadyloop.agent import Agent

@@ -17,10 +17,10 @@ from steadyloop.store.export import read_export
 from steadyloop.store.ids import find_run
 from steadyloop.store.protocol import RunLog
 from steadyloop.store.rows import LoggedEvent, RunInfo, RunLinks, ToolRecord
-from steadyloop.store.sqlite import SCHEMA_VERSION, RunStore, SQLiteStore
 
 if TYPE_CHECKING:
     from steadyloop.store.postgres import PostgresStore
+    from steadyloop.store.sqlite import SCHEMA_VERSION, RunStore, SQLiteStore
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -56,13 +56,20 @@ def open_store(url: str | os.PathLike[str], *, read_only: bool = False) -> RunLo
         raise ConfigError(
             f"unknown run log URL {url}: use a path, sqlite:///path or postgresql://..."
         )
+    from steadyloop.store.sqlite import SQLiteStore
+
     return SQLiteStore(text, read_only=read_only)
 
 
 def __getattr__(name: str) -> object:
-    """`PostgresStore` is imported on first use (it needs the `postgres` extra)."""
+    """The stores are imported on first use: `PostgresStore` needs the `postgres` extra, and a
+    command that reads no log (`steadyloop run --no-log`) does not load sqlite3 and the writer."""
     if name == "PostgresStore":
         from steadyloop.store.postgres import PostgresStore
 
         return PostgresStore
+    if name in ("SCHEMA_VERSION", "RunStore", "SQLiteStore"):
+        from steadyloop.store import sqlite
+
+        return getattr(sqlite, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

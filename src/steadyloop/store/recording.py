@@ -66,6 +66,11 @@ __all__ = [
 ]
 
 
+# The rows' JSON text: what `json.dumps` writes, without its check for reference cycles (the
+# data are trees made by `to_dict`), which costs about as much as the writing itself.
+_dumps = json.JSONEncoder(check_circular=False).encode
+
+
 @dataclass(frozen=True, slots=True)
 class RunRow:
     """A new run and the history it starts from (logged as its first events)."""
@@ -82,7 +87,7 @@ class RunRow:
         """The run's row, in `RUN_COLUMNS` order."""
         return (
             self.run_id, self.at, self.at, self.model, self.prompt, len(self.history),
-            json.dumps(dict(self.config)), "running", None, None, json.dumps(Usage().to_dict()),
+            _dumps(dict(self.config)), "running", None, None, _dumps(Usage().to_dict()),
             *(self.links or RunLinks()).values(),
         )  # fmt: skip
 
@@ -90,12 +95,12 @@ class RunRow:
         """The history's event rows: seq 0..n-1."""
         return [
             (self.run_id, index, self.at, "message",
-             json.dumps({"index": index, "message": message.to_dict()}))
+             _dumps({"index": index, "message": message.to_dict()}))
             for index, message in enumerate(self.history)
         ]  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass is several times dearer to make
 class EventRow:
     """One event of a run at its sequence number; serialised only when written."""
 
@@ -106,7 +111,7 @@ class EventRow:
 
     def values(self) -> tuple[Any, ...]:
         kind, data = event_data(self.event)
-        return (self.run_id, self.seq, self.at, kind, json.dumps(data))
+        return (self.run_id, self.seq, self.at, kind, _dumps(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +126,7 @@ class FinishRow:
     def values(self) -> tuple[Any, ...]:
         """(status, stop_reason, usage, updated, id)."""
         status = "answered" if self.stop_reason in ("end_turn", "max_tokens") else "limit"
-        return (status, self.stop_reason, json.dumps(self.usage.to_dict()), self.at, self.run_id)
+        return (status, self.stop_reason, _dumps(self.usage.to_dict()), self.at, self.run_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +141,7 @@ class StatusRow:
 
     def values(self) -> tuple[Any, ...]:
         """(status, error, updated, usage or None, id)."""
-        usage = json.dumps(self.usage.to_dict()) if self.usage is not None else None
+        usage = _dumps(self.usage.to_dict()) if self.usage is not None else None
         return (self.status, self.error, self.at, usage, self.run_id)
 
 
@@ -178,7 +183,8 @@ def recorder(
                 return
             seq = reserved.pop(event.call.id, None)
         elif isinstance(event, MessageAdded) and isinstance(event.message, ToolResult):
-            if finished.pop(event.message.call_id, None) == event.message:
+            held = finished.pop(event.message.call_id, None)
+            if held is event.message or held == event.message:  # mostly the very same
                 return
             seq = reserved.pop(event.message.call_id, None)
         if seq is None:

@@ -64,7 +64,8 @@ class SQLiteStore(SqlStore):
         self._unmade = False
         self._lock = threading.Lock()
         self._db = self._open_read_only() if read_only else self._open()
-        self._writer = LogWriter(_Backend(self._db), self._lock)
+        self._backend = _Backend(self._db, self._lock)
+        self._writer = LogWriter(self._backend, self._lock)
         self._locks = RunLocks(self.path)
         self._closer = weakref.finalize(
             self, _close, self._writer, self._locks, self._db, fold=not read_only
@@ -170,6 +171,7 @@ class SQLiteStore(SqlStore):
             return []
         with self._lock:
             try:
+                self._backend.waiting(True)
                 # Read to the end: the read ends with it, so no reader (the viewer, say) holds a
                 # transaction between reads that would keep a writer from folding the log.
                 return self._db.execute(sql, parameters).fetchall()
@@ -183,6 +185,7 @@ class SQLiteStore(SqlStore):
         self.flush()
         with self._lock:
             try:
+                self._backend.waiting(True)
                 self._db.execute("BEGIN IMMEDIATE")
                 self._db.execute(INSERT_RUN, run)
                 self._db.executemany(INSERT_EVENT, events)
@@ -204,24 +207,32 @@ class _Backend:
 
     commits_here = True
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock) -> None:
         self._db = db
+        self._lock = lock
+        self._waits = True  # opened with a busy timeout
         self._rows_since_checkpoint = 0
         self._changes_seen = db.total_changes
 
     def begin(self, *, wait: bool) -> bool:
-        if wait:
-            self._db.execute("BEGIN IMMEDIATE")
-            return True
         # Another process holding the write lock must not block the caller's thread.
-        self._db.execute("PRAGMA busy_timeout=0")
+        self.waiting(wait)
         try:
             self._db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError:
+            if wait:
+                raise
             return False
-        finally:
-            self._db.execute(f"PRAGMA busy_timeout={int(BUSY_SECONDS * 1000)}")
         return True
+
+    def waiting(self, wait: bool) -> None:
+        """Whether the connection's statements wait up to `BUSY_SECONDS` for another
+        connection's lock (reads and the background thread's writes) or give up at once
+        (commits on the caller's thread). Set only when it changes: a commit on the caller's
+        thread leaves it off for the next one, and whoever needs it back sets it."""
+        if wait != self._waits:
+            self._db.execute(f"PRAGMA busy_timeout={int(BUSY_SECONDS * 1000) if wait else 0}")
+            self._waits = wait
 
     def write(self, rows: Sequence[Row]) -> None:
         statements = _Statements(self._db)
@@ -240,8 +251,9 @@ class _Backend:
 
     def commit(self) -> None:
         self._db.execute("COMMIT")
-        self._rows_since_checkpoint += self._db.total_changes - self._changes_seen
-        self._changes_seen = self._db.total_changes
+        changes = self._db.total_changes
+        self._rows_since_checkpoint += changes - self._changes_seen
+        self._changes_seen = changes
 
     def rollback(self) -> None:
         with contextlib.suppress(sqlite3.Error):  # an unusable connection says so next time
@@ -249,11 +261,14 @@ class _Backend:
                 self._db.execute("ROLLBACK")
 
     def upkeep(self) -> None:
-        """Folds the write-ahead log into the file once enough rows went in."""
-        if self._rows_since_checkpoint >= CHECKPOINT_ROWS:
-            with contextlib.suppress(sqlite3.Error):  # a reader in the way: next time
-                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                self._rows_since_checkpoint = 0
+        """Folds the write-ahead log into the file once enough rows went in. With the writer's
+        lock held, so no commit lands meanwhile: only then does SQLite start the write-ahead
+        log over at the next commit instead of letting it grow."""
+        if self._rows_since_checkpoint < CHECKPOINT_ROWS:  # read without the lock: a hint
+            return
+        with self._lock, contextlib.suppress(sqlite3.Error):  # a reader in the way: next time
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._rows_since_checkpoint = 0
 
 
 class _Statements:

@@ -8,8 +8,10 @@ returns once everything queued before it is committed. It commits on the caller'
 the backend is a local file that can start a transaction without waiting (a few rows: far
 cheaper than a hand-off to the thread and back) and waits for the thread otherwise, so the event
 loop never blocks on another connection's lock or on a server; once a commit finds the thread
-stuck waiting, the next ones go straight to it until it is through. Upkeep (SQLite's
-checkpoints) runs on the background thread only.
+stuck waiting, the next ones go straight to it until it is through. The thread commits only
+rows nobody committed within its gathering time, so it does not race such a run for its own
+rows. Upkeep (SQLite's checkpoints) runs on the background thread only, after its own commits
+and after those made on the callers' threads.
 
 A write that fails (disk full, a damaged page, a lock held too long, a dropped connection)
 fails only its own run: the batch is rolled back and its rows are tried again run by run, so
@@ -64,7 +66,9 @@ class Backend(Protocol):
         """Ends a failed transaction; never raises."""
 
     def upkeep(self) -> None:
-        """Periodic work after commits, on the background thread (e.g. a checkpoint)."""
+        """Periodic work after commits, on the background thread (e.g. a checkpoint). Called
+        without `lock`, often: it takes the lock itself only when it has work to do, so a
+        commit on the caller's thread seldom finds the lock taken."""
 
 
 class _Done:
@@ -98,6 +102,7 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 
 _Item = Row | _Done | None
+_EMPTY = object()
 
 
 class LogWriter:
@@ -125,7 +130,7 @@ class LogWriter:
             self._start()
         was_empty = not self._items
         self._items.append(row)
-        if was_empty:
+        if was_empty and not self._wake.is_set():
             self._wake.set()
 
     def failure(self, run_id: str) -> BaseException | None:
@@ -209,27 +214,52 @@ class LogWriter:
         while True:
             self._wake.wait()
             self._wake.clear()
-            # Let the burst gather for a moment: one wake-up and one commit for a turn's events
-            # instead of one each (thread switches cost more than rows).
-            if self._hurry.wait(GATHER_SECONDS):
-                self._hurry.clear()
-            with self._lock:
-                items = self._take()
-                rows = [item for item in items if not isinstance(item, _Done | None)]
-                if rows:
-                    self._commit(rows, wait=True)
-                self._backend.upkeep()
-            self._stalled = False
-            for item in items:
-                if isinstance(item, _Done):
-                    item.set()
+            items: list[_Item] = []
+            if self._gathered():
+                with self._lock:
+                    items = self._take()
+                    rows = [item for item in items if not isinstance(item, _Done | None)]
+                    if rows:
+                        self._commit(rows, wait=True)
+                self._stalled = False
+                for item in items:
+                    if isinstance(item, _Done):
+                        item.set()
+            self._backend.upkeep()  # after this thread's commits and the callers' alike
             if None in items:
                 return
+
+    def _gathered(self) -> bool:
+        """Lets a burst gather for a moment, so a turn's events share one wake-up and one commit
+        (thread switches cost more than rows): True once the rows at the head of the queue have
+        waited `GATHER_SECONDS` or someone hurries; False when the queue empties meanwhile.
+
+        A run that commits at its own write-ahead points on the caller's thread takes its rows
+        well within that time: the thread then leaves them to it instead of taking them first
+        and making the caller wait for the lock."""
+        head = self._head()
+        while not self._hurry.wait(GATHER_SECONDS):
+            now = self._head()
+            if now is _EMPTY:
+                return False
+            if now is head:
+                return True
+            head = now
+        self._hurry.clear()
+        return True
+
+    def _head(self) -> object:
+        """The oldest item queued, `_EMPTY` when there is none."""
+        try:
+            return self._items[0]
+        except IndexError:
+            return _EMPTY
 
     def _commit(self, rows: list[Row], *, wait: bool) -> bool:
         """Commits the rows in one transaction, or run by run when that fails; False when the
         backend was busy and `wait` is False (nothing written)."""
-        rows = [row for row in rows if not self._dropped(row)]
+        if self._failed:
+            rows = [row for row in rows if not self._dropped(row)]
         try:
             if not self._backend.begin(wait=wait):
                 return False

@@ -20,7 +20,7 @@ import importlib.metadata
 import json
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -56,8 +56,6 @@ PROVIDER = "gen_ai.provider.name"
 REQUEST_MODEL = "gen_ai.request.model"
 CONVERSATION = "gen_ai.conversation.id"
 ERROR_TYPE = "error.type"
-
-T = TypeVar("T")
 
 # One tracer per provider, made on its first traced run (making one costs tens of µs).
 _tracers: weakref.WeakKeyDictionary[TracerProvider, Tracer] = weakref.WeakKeyDictionary()
@@ -103,19 +101,7 @@ class Tracing(Effects):
         self, run_id: str | None, execute: Callable[[], Awaitable[RunResult]]
     ) -> RunResult:
         """Runs `execute` inside the run's `invoke_agent` span."""
-        attributes: dict[str, Any] = {
-            OPERATION: "invoke_agent",
-            PROVIDER: self._provider,
-            REQUEST_MODEL: self._model,
-        }
-        if run_id is not None:
-            attributes["steadyloop.run_id"] = run_id
-        if self.conversation is not None:
-            attributes[CONVERSATION] = self.conversation
-        span = self._tracer.start_span(
-            "invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes
-        )
-        self._run_span = span
+        span = self._run_span = self._start_run(run_id)
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
             result = await execute()
@@ -135,20 +121,16 @@ class Tracing(Effects):
     async def model_call(
         self, call: ModelCall, proceed: Callable[[], Awaitable[AssistantMessage]]
     ) -> AssistantMessage:
-        attributes: dict[str, Any] = {
-            OPERATION: "chat",
-            PROVIDER: self._provider,
-            REQUEST_MODEL: self._model,
-        }
-        if self._content:
-            request = call.request
-            if request.instructions:
-                attributes["gen_ai.system_instructions"] = _json(
-                    [{"type": "text", "content": request.instructions}]
-                )
-            attributes["gen_ai.input.messages"] = _json(_input_messages(request.messages))
-        span = self._tracer.start_span(self._chat_name, kind=SpanKind.CLIENT, attributes=attributes)
-        reply = await self._inside(span, proceed)
+        span = self._start_chat(call)
+        # current while the call runs (its children's parent); an error ends it as failed
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            reply = await proceed()
+        except BaseException as exc:
+            self._record_error(span, exc)
+            raise
+        finally:
+            otel_context.detach(token)
         ended = _usage(reply.usage) if reply.usage is not None else {}
         if reply.model is not None:  # the model that answered (which one, for a Fallback)
             ended["gen_ai.response.model"] = provider_and_model(reply.model)[1]
@@ -165,23 +147,15 @@ class Tracing(Effects):
     async def tool_call(
         self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
     ) -> ToolCallFinished:
-        name = call.call.name
-        attributes: dict[str, Any] = {
-            OPERATION: "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": call.call.id,
-            "gen_ai.tool.type": "function",
-        }
-        if call.tool is not None:
-            attributes["gen_ai.tool.description"] = call.tool.description
-        if self._content:
-            attributes["gen_ai.tool.call.arguments"] = _arguments_text(call.call)
-        span = self._tracer.start_span(
-            f"execute_tool {name}" if name else "execute_tool",
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-        )
-        finished = await self._inside(span, proceed)
+        span = self._start_tool(call)
+        token = otel_context.attach(trace.set_span_in_context(span))  # as for a model call
+        try:
+            finished = await proceed()
+        except BaseException as exc:
+            self._record_error(span, exc)
+            raise
+        finally:
+            otel_context.detach(token)
         ended: dict[str, Any] = {
             "steadyloop.tool.attempts": finished.attempts,
             "steadyloop.tool.truncated": finished.truncated,
@@ -197,6 +171,56 @@ class Tracing(Effects):
         span.set_attributes(ended)
         span.end()
         return finished
+
+    # The spans are started by plain functions: their attributes (copied by the span) are
+    # garbage at once instead of living as long as the call, as a coroutine's locals would.
+
+    def _start_run(self, run_id: str | None) -> Span:
+        attributes: dict[str, Any] = {
+            OPERATION: "invoke_agent",
+            PROVIDER: self._provider,
+            REQUEST_MODEL: self._model,
+        }
+        if run_id is not None:
+            attributes["steadyloop.run_id"] = run_id
+        if self.conversation is not None:
+            attributes[CONVERSATION] = self.conversation
+        return self._tracer.start_span(
+            "invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+
+    def _start_chat(self, call: ModelCall) -> Span:
+        attributes: dict[str, Any] = {
+            OPERATION: "chat",
+            PROVIDER: self._provider,
+            REQUEST_MODEL: self._model,
+        }
+        if self._content:
+            request = call.request
+            if request.instructions:
+                attributes["gen_ai.system_instructions"] = _json(
+                    [{"type": "text", "content": request.instructions}]
+                )
+            attributes["gen_ai.input.messages"] = _json(_input_messages(request.messages))
+        return self._tracer.start_span(self._chat_name, kind=SpanKind.CLIENT, attributes=attributes)
+
+    def _start_tool(self, call: ToolInvocation) -> Span:
+        name = call.call.name
+        attributes: dict[str, Any] = {
+            OPERATION: "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": call.call.id,
+            "gen_ai.tool.type": "function",
+        }
+        if call.tool is not None:
+            attributes["gen_ai.tool.description"] = call.tool.description
+        if self._content:
+            attributes["gen_ai.tool.call.arguments"] = _arguments_text(call.call)
+        return self._tracer.start_span(
+            f"execute_tool {name}" if name else "execute_tool",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
 
     def observe(self, event: Event) -> None:
         """Records the run's retries, fallbacks, compactions and limit stops as span events."""
@@ -233,18 +257,6 @@ class Tracing(Effects):
             if self._content:
                 attributes["steadyloop.limit.message"] = event.message
             self._run_span.add_event("steadyloop.limit", attributes)
-
-    async def _inside(self, span: Span, proceed: Callable[[], Awaitable[T]]) -> T:
-        """`proceed()` with `span` as the current span (its children's parent); an error out of
-        it ends the span as failed."""
-        token = otel_context.attach(trace.set_span_in_context(span))
-        try:
-            return await proceed()
-        except BaseException as exc:
-            self._record_error(span, exc)
-            raise
-        finally:
-            otel_context.detach(token)
 
     def _record_error(self, span: Span, exc: BaseException) -> None:
         """Ends `span` as failed: the error's kind always, its text only with content."""

@@ -126,17 +126,28 @@ def run_entries(
 
 def _links(store: RunLog, info: RunInfo) -> dict[str, Any]:
     """The runs a run page links to: its session's runs in order (the run's place among them),
-    the run it continued, the run and call that started it, and the sub-agent runs it started."""
-    turns = [run.id for run in store.session(info.session)] if info.session else []
+    the run it continued, the run and call that started it, and the sub-agent runs it started.
+    `logged` has the prompt and status of each linked run the log holds, so the page names
+    them; a parent logged elsewhere (a sub-agent with a log of its own) is not among them."""
+    turns = store.session(info.session) if info.session else []
+    ids = [run.id for run in turns]
+    place = ids.index(info.id) if info.id in ids else -1
+    neighbours = turns[max(place - 1, 0) : place + 2] if place >= 0 else []
+    children = store.children(info.id)
+    others = (info.previous_run_id, info.parent_run_id)
+    linked = [*neighbours, *children, *(store.find(other) for other in others if other)]
     return {
         "session": info.session,
-        "session_runs": turns,
+        "session_runs": ids,
         "previous": info.previous_run_id,
         "parent": info.parent_run_id,
         "parent_call": info.parent_call_id,
-        "children": [
-            {"id": child.id, "call": child.parent_call_id} for child in store.children(info.id)
-        ],
+        "children": [{"id": child.id, "call": child.parent_call_id} for child in children],
+        "logged": {
+            run.id: {"prompt": run.prompt, "status": run.status}
+            for run in linked
+            if run is not None and run.id != info.id
+        },
     }
 
 

@@ -172,6 +172,8 @@ async function runPage(main, key) {
   let seen = -1;
   let missing = []; // numbers at or below `seen` with no event yet: a resume may fill them
   let status = null;
+  let targeted = false; // the entry the address points at was looked for
+  addEventListener("hashchange", showTarget);
   function draw() {
     drawHead(head, page.run);
     drawTimeline(timeline, page.timeline, page.run.status);
@@ -204,6 +206,11 @@ async function runPage(main, key) {
     seen = fresh.last_seq;
     missing = fresh.missing;
     await appendEntries(entries, fresh.entries);
+    linkChildren(page.run.links.children);
+    if (!targeted) {
+      targeted = true;
+      showTarget();
+    }
     if (stay) scrollTo(0, document.body.scrollHeight);
     return FINAL.includes(status);
   }
@@ -232,30 +239,92 @@ function drawHead(head, run) {
         ? h("span", { class: "stop" }, run.stop_reason) : null),
     h("dl", { class: "facts" }, facts.map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v)))),
     run.error ? h("p", { class: "run-error", role: "alert" }, run.error) : null,
-    links(run),
+    related(run),
     h("p", { class: "full-id" }, run.id)]));
 }
 
-// The runs this one is linked to: its session (and its neighbours there), the run it continued,
-// the run that started it as a sub-agent and the sub-agent runs it started.
-function links(run) {
-  const l = run.links || {};
-  const go = (id, text) => h("a", { href: `/runs/${encodeURIComponent(id)}`, title: id }, text || id.slice(0, 8));
-  const parts = [];
+// A run page's address: the id is one encoded path segment, "/" and "%" included.
+const runHref = (id) => `/runs/${encodeURIComponent(id)}`;
+// Where a call's entry is on its run's page (and the id that entry carries).
+const callAnchor = (callId) => `call-${callId}`;
+const callHref = (runId, callId) => `${runHref(runId)}#${encodeURIComponent(callAnchor(callId))}`;
+
+// The runs this one is linked to, each a link to its page: its session (its place there, the
+// runs just before and after it, and the session's list), the run it continued when that is not
+// the session's run before it, the run and call that started it as a sub-agent, and the
+// sub-agent runs it started. A linked run this log does not hold is named, not linked.
+function related(run) {
+  const l = run.links;
+  const logged = l.logged;
+  const go = (id, text, attrs) => (logged[id]
+    ? h("a", { href: runHref(id), title: `${id}\n${logged[id].prompt}`, ...attrs }, text || id.slice(0, 8))
+    : h("span", { class: "elsewhere", title: `${id}: not in this log` }, text || id.slice(0, 8)));
+  const rows = [];
+  let before = null;
   if (l.session) {
-    const at = l.session_runs.indexOf(run.id);
-    parts.push(h("span", {}, "session ",
-      h("a", { href: `/?session=${encodeURIComponent(l.session)}` }, l.session),
-      at >= 0 ? ` · run ${at + 1} of ${l.session_runs.length}` : "",
-      at > 0 ? [" · ", go(l.session_runs[at - 1], "← earlier")] : "",
-      at >= 0 && at < l.session_runs.length - 1 ? [" · ", go(l.session_runs[at + 1], "later →")] : ""));
+    const runs = l.session_runs;
+    const at = runs.indexOf(run.id);
+    before = at > 0 ? runs[at - 1] : null;
+    const after = at >= 0 && at < runs.length - 1 ? runs[at + 1] : null;
+    rows.push(["session", [h("span", { class: "session-name" }, l.session),
+      at >= 0 ? h("span", { class: "place" }, `run ${at + 1} of ${runs.length}`) : null,
+      before ? go(before, "← previous run", { rel: "prev" }) : null,
+      after ? go(after, "next run →", { rel: "next" }) : null,
+      h("a", { href: `/?session=${encodeURIComponent(l.session)}` },
+        `all ${plural(runs.length, "run")} in order`)]]);
   }
-  if (l.previous) parts.push(h("span", {}, "continues ", go(l.previous)));
-  if (l.parent) parts.push(h("span", {}, "sub-agent of ", go(l.parent), ` (call ${l.parent_call})`));
-  for (const child of l.children || []) {
-    parts.push(h("span", {}, "sub-agent run ", go(child.id), ` (call ${child.call})`));
+  if (l.previous && l.previous !== before) {
+    rows.push(["continues", [go(l.previous, null, { class: "run-link" }), prompt(logged[l.previous])]]);
   }
-  return parts.length ? h("p", { class: "links" }, parts.flatMap((p, i) => i ? [" · ", p] : [p])) : null;
+  if (l.parent) {
+    const call = logged[l.parent]
+      ? h("a", { href: callHref(l.parent, l.parent_call), class: "call-link" }, `call ${l.parent_call}`)
+      : h("span", {}, `call ${l.parent_call}`);
+    rows.push(["sub-agent of", [go(l.parent, null, { class: "run-link" }), call, prompt(logged[l.parent])]]);
+  }
+  if (l.children.length) {
+    rows.push(["sub-agent runs", [h("ul", { class: "children" }, l.children.map((child) =>
+      h("li", {}, go(child.id, null, { class: "run-link" }),
+        h("a", { href: `#${encodeURIComponent(callAnchor(child.call))}`, class: "call-link" },
+          `call ${child.call}`),
+        h("span", { class: `status status-${logged[child.id].status}` }, logged[child.id].status),
+        prompt(logged[child.id]))))]]);
+  }
+  if (!rows.length) return null;
+  return h("nav", { class: "related", "aria-label": "related runs" },
+    h("dl", {}, rows.map(([name, parts]) => h("div", {}, h("dt", {}, name), h("dd", {}, parts)))));
+}
+
+const prompt = (run) => (run ? h("span", { class: "prompt", title: run.prompt }, run.prompt) : null);
+
+// Links each call of the transcript that started a sub-agent run to that run: the run may be
+// logged after its call, so this is done again each time the page is drawn.
+function linkChildren(children) {
+  for (const child of children) {
+    const call = document.getElementById(callAnchor(child.call));
+    if (call && !call.querySelector(".child-run")) {
+      call.append(" ", h("a", { href: runHref(child.id), class: "child-run" },
+        `sub-agent run ${child.id.slice(0, 8)} →`));
+    }
+  }
+}
+
+// Brings the entry the address points at ("#call-ID", "#eSEQ") into view once it is on the
+// page, marked and focused, so a reader (and a screen reader) lands on it.
+function showTarget() {
+  let id;
+  try {
+    id = decodeURIComponent(location.hash.slice(1));
+  } catch (error) {
+    return;
+  }
+  const target = id ? document.getElementById(id) : null;
+  if (!target) return;
+  document.querySelector(".target")?.classList.remove("target");
+  target.classList.add("target");
+  target.tabIndex = -1;
+  target.scrollIntoView({ block: "center" });
+  target.focus({ preventScroll: true });
 }
 
 // -- the timeline ---------------------------------------------------------------------------
@@ -391,7 +460,8 @@ function entryParts(e) {
         e.stop_reason === "max_tokens" ? h("p", { class: "marker" }, "cut off by the output limit") : null,
         !e.text && !e.calls.length ? h("p", { class: "marker" }, "empty reply: no text and no tool calls") : null,
         e.calls.length ? h("ul", { class: "calls" }, e.calls.map((c) =>
-          h("li", {}, "→ ", h("code", {}, c.name), h("span", { class: "call-id" }, ` ${c.id}`)))) : null];
+          h("li", { id: e.history ? null : callAnchor(c.id) }, "→ ", h("code", {}, c.name),
+            h("span", { class: "call-id" }, ` ${c.id}`)))) : null];
     }
     case "tool": {
       const meta = [];
