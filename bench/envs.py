@@ -37,8 +37,16 @@ LIBRARIES: tuple[Library, ...] = (
     Library(
         "steadyloop",
         "steadyloop_driver.py",
-        # the OpenTelemetry SDK for S7's traced runs, the MCP SDK for S9
-        ("steadyloop", "opentelemetry-sdk==1.45.2", "mcp==2.3.0"),
+        # the OpenTelemetry SDK for S7's traced runs, the MCP SDK for S9, and for S13 the
+        # providers' SDKs (the CLI's models and the minimal scripts beside it; uv.lock's pins)
+        (
+            "steadyloop",
+            "opentelemetry-sdk==1.45.2",
+            "mcp==2.3.0",
+            "openai==3.57.0",
+            "anthropic==2.14.0",
+            "google-genai==3.6.1",
+        ),
         "import steadyloop",
         peer=False,
     ),

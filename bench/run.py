@@ -154,18 +154,17 @@ def run_library(lib: envs.Library, python: Path, args: argparse.Namespace) -> di
     entry: dict[str, Any] = {}
     driver = DRIVERS / lib.driver
     flags = ["--quick"] if args.quick else []
-    for scenario in PER_PROCESS:
+    seconds: dict[str, float] = {}
+    scenarios = [*PER_PROCESS, "S3"]
+    if lib.name == "steadyloop":
+        scenarios += ["S6", "S7", "S9", "S10", "S13"]
+    for scenario in scenarios:
         output = run_driver(python, driver, scenario, flags)
+        seconds[scenario] = output["seconds"]
         entry["versions"] = output["versions"]
         entry[scenario] = output["figures"]
-    s3 = run_driver(python, driver, "S3", flags)["figures"]
-    entry["S3"] = {k: spread([v]) if k in S3_SPREADS else v for k, v in s3.items()}
-    if lib.name == "steadyloop":
-        entry["S6"] = run_driver(python, driver, "S6", flags)["figures"]
-        entry["S7"] = run_driver(python, driver, "S7", flags)["figures"]
-        entry["S9"] = run_driver(python, driver, "S9", flags)["figures"]
-        entry["S10"] = run_driver(python, driver, "S10", flags)["figures"]
-        entry["S13"] = run_driver(python, driver, "S13", flags)["figures"]
+    entry["S3"] = {k: spread([v]) if k in S3_SPREADS else v for k, v in entry["S3"].items()}
+    entry["seconds"] = seconds
     return entry
 
 
@@ -173,11 +172,15 @@ S3_SPREADS = ("wall_s", "cpu_ms_per_run", "peak_rss_mb", "rss_before_mb")
 
 
 def merge(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    """One library's rounds as one: samples pooled, S5 curves as the median curve."""
+    """One library's rounds as one: samples pooled, S5 curves as the median curve, and each
+    scenario's seconds per round (how long a run of the harness takes, scenario by scenario)."""
     first = rounds[0]
-    merged: dict[str, Any] = {"versions": first["versions"]}
+    merged: dict[str, Any] = {
+        "versions": first["versions"],
+        "seconds": {s: [r["seconds"][s] for r in rounds] for s in first["seconds"]},
+    }
     for scenario, figures in first.items():
-        if scenario == "versions":
+        if scenario in ("versions", "seconds"):
             continue
         merged[scenario] = {
             key: _merge_value([r[scenario][key] for r in rounds]) for key in figures
@@ -195,7 +198,8 @@ def _merge_value(values: list[Any]) -> Any:
 
 
 def run_driver(python: Path, driver: Path, scenario: str, flags: list[str]) -> dict[str, Any]:
-    """Runs one scenario of one driver in a fresh process and returns its JSON."""
+    """Runs one scenario of one driver in a fresh process and returns its JSON, with the
+    seconds it took."""
     began = time.perf_counter()
     process = subprocess.run(
         [str(python), str(driver), scenario, *flags],
@@ -210,7 +214,8 @@ def run_driver(python: Path, driver: Path, scenario: str, flags: list[str]) -> d
             + process.stderr[-4000:]
         )
     output: dict[str, Any] = json.loads(process.stdout.strip().splitlines()[-1])
-    print(f"  {scenario} done in {time.perf_counter() - began:.1f}s", flush=True)
+    output["seconds"] = round(time.perf_counter() - began, 1)
+    print(f"  {scenario} done in {output['seconds']}s", flush=True)
     return output
 
 

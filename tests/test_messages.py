@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import pickle
 
 import pytest
 
-from steadyloop import AssistantMessage, Summary, ToolCall, ToolResult, Usage, UserMessage
+from steadyloop import Agent, AssistantMessage, Summary, ToolCall, ToolResult, Usage, UserMessage
 from steadyloop.messages import ArgumentsError, Image, Message, Reasoning, message_from_dict
+from steadyloop.testing import ScriptedModel
+from steadyloop.usage import Tally
 
 EXAMPLES: list[Message] = [
     UserMessage("hello"),
@@ -123,3 +127,75 @@ def test_fields_added_after_the_first_form_are_keyword_only() -> None:
     with pytest.raises(TypeError):
         AssistantMessage("hi", (), None, "end_turn", (), "resp_1")  # type: ignore[call-arg]
     assert AssistantMessage("hi", response_id="resp_1").response_id == "resp_1"
+
+
+async def test_a_calls_arguments_are_read_once_when_measured_and_dispatched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The transcript measures a reply as it is appended and the dispatcher then runs its
+    calls: both need the arguments read, and the one reading serves both."""
+    sent = '{"order": "A7", "items": [1, 2]}'
+    reads: list[str] = []
+    decode = json.JSONDecoder.raw_decode
+
+    def counted(self: json.JSONDecoder, text: str, idx: int = 0) -> tuple[object, int]:
+        if text == sent:
+            reads.append(text)
+        return decode(self, text, idx)
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counted)
+    got: list[object] = []
+
+    def look_up(order: str, items: list[int]) -> str:
+        """Looks an order up.
+
+        Args:
+            order: the order.
+            items: its items.
+        """
+        got.append((order, items))
+        return "found"
+
+    model = ScriptedModel([AssistantMessage(tool_calls=(ToolCall("c1", "look_up", sent),)), "ok"])
+    result = await Agent(model, tools=[look_up]).run("look A7 up")
+    assert result.output == "ok"
+    assert got == [("A7", [1, 2])]
+    assert len(reads) == 1
+
+
+def test_the_arguments_each_reader_gets_are_its_own() -> None:
+    """What `arguments_json()` read is kept for the next reader only: changing it changes
+    nothing anyone else reads, and copies, pickles and replacements carry none of it."""
+    call = ToolCall("c1", "f", '{"a": [1]}')
+    assert call.arguments_json() == '{"a": [1]}'
+    first = call.parsed_arguments()
+    assert isinstance(first, dict)
+    first["a"].append(2)
+    first["b"] = 3
+    assert call.parsed_arguments() == {"a": [1]}
+    assert call.arguments_json() == '{"a": [1]}'
+    for again in (
+        pickle.loads(pickle.dumps(call)),
+        copy.deepcopy(call),
+        dataclasses.replace(call, id="c2"),
+    ):
+        assert again.parsed_arguments() == {"a": [1]}
+    assert pickle.loads(pickle.dumps(call)) == call
+    assert [f.name for f in dataclasses.fields(call)] == ["id", "name", "arguments"]
+    assert dataclasses.asdict(call) == {"id": "c1", "name": "f", "arguments": '{"a": [1]}'}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        call.id = "c3"  # type: ignore[misc]
+
+
+def test_a_tally_sums_as_usage_sums_do() -> None:
+    parts = [Usage(1, 2, cost_usd=None), Usage(3, 4, 1, 2, 5, 6, cost_usd=0.25, unreported=1)]
+    parts += [Usage(requests=1, unreported=1), Usage(7, cost_usd=0.5)]
+    tally = Tally(Usage(requests=2))
+    total = Usage(requests=2)
+    for part in parts:
+        tally.add(part)
+        total += part
+        assert tally.total() == total
+        assert tally.cost_usd == total.cost_usd
+    tally.add_calls(3)
+    assert tally.total() == total + Usage(tool_calls=3)

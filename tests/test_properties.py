@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from steadyloop import (
 from steadyloop.launch import launch_for
 from steadyloop.limits import estimate_tokens
 from steadyloop.loop import Run
-from steadyloop.messages import Image, Message, Reasoning, message_from_dict
+from steadyloop.messages import ArgumentsError, Image, Message, Reasoning, message_from_dict
 from steadyloop.models.wire import MISSING_RESULT_TEXT, IdRules, ToolNames, prepare_history
 from steadyloop.retry import Backoff
 from steadyloop.start import RunStart
@@ -322,10 +323,56 @@ messages = st.one_of(
 )
 
 
+@settings(deadline=None)  # a loaded machine must not fail it: only the round trip is judged
 @given(messages)
 def test_every_message_survives_json(message: Message) -> None:
     text = json.dumps(message.to_dict())
     assert message_from_dict(json.loads(text)) == message
+
+
+def _read_as_json_loads_does(text: str) -> object:
+    """A call's arguments as `json.loads` reads them, or the complaint it makes."""
+    stripped = text.strip()
+    if stripped in ("", "null"):
+        return {}
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON: {exc}"
+    return value if isinstance(value, dict) else f"not an object: {type(value).__name__}"
+
+
+def _read(call: ToolCall) -> object:
+    try:
+        return call.parsed_arguments()
+    except ArgumentsError as exc:
+        text = str(exc)
+        if text.startswith("arguments are not valid JSON ("):
+            return (
+                "not JSON: "
+                + text.removeprefix("arguments are not valid JSON (").rsplit("); received:", 1)[0]
+            )
+        return "not an object: " + text.split("got ", 1)[1].split(":", 1)[0]
+
+
+argument_texts = (
+    st.text(max_size=20)
+    | json_values.map(json.dumps)
+    | st.tuples(
+        json_values.map(json.dumps), st.sampled_from(["", " ", "\n", " x", "}", "\ufeff"])
+    ).map("".join)
+    | st.tuples(st.sampled_from(["", " ", "\ufeff"]), json_values.map(json.dumps)).map("".join)
+)
+
+
+@given(argument_texts)
+def test_arguments_read_as_json_loads_reads_them_however_often(text: str) -> None:
+    expected = _read_as_json_loads_does(text)
+    call = ToolCall("c", "f", text)
+    with contextlib.suppress(ArgumentsError):
+        call.arguments_json()  # measuring a call keeps what it read for the next reader
+    assert _read(call) == expected
+    assert _read(call) == expected
 
 
 # -- wire histories -----------------------------------------------------------------------------

@@ -330,7 +330,8 @@ def s1(driver: Driver, settings: Settings) -> dict[str, Any]:
 
 
 def s2(driver: Driver, settings: Settings) -> dict[str, Any]:
-    """Parallelism: one turn of 8 calls to a tool that waits 0.1 s; wall time of the run."""
+    """Parallelism: one turn of 8 calls to a tool that waits 0.1 s, with a sync and with an
+    async tool, and one turn of 100 calls to the sync tool; wall time of the run."""
     figures: dict[str, Any] = {}
     for tool_async in (True, False):
         kind = "async" if tool_async else "sync"
@@ -341,6 +342,14 @@ def s2(driver: Driver, settings: Settings) -> dict[str, Any]:
             continue
         (runs,) = timed_runs([(driver.make(plan), plan)], 2 if settings.quick else 5, 1e9)
         figures[f"wall_s_{kind}"] = spread([ns / 1e9 for ns, _ in runs])
+    # 100 blocking calls at once: 0.1 s only for a loop that does not cap its tool threads
+    plan = Plan(turns=2, calls=100, tool="wait", is_async=False)
+    reason = driver.supports(plan)
+    if reason is not None:
+        figures["wall_s_sync_100"] = {"na": reason}
+    else:
+        (runs,) = timed_runs([(driver.make(plan), plan)], 2 if settings.quick else 3, 1e9)
+        figures["wall_s_sync_100"] = spread([ns / 1e9 for ns, _ in runs])
     return figures
 
 

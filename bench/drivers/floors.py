@@ -19,7 +19,10 @@ steadyloop's feature by talking to the library underneath directly:
   steadyloop does. The attributes known before the call are given at the start, those only the
   call's outcome tells (usage, the response's model and finish reasons, a tool call's attempts,
   the run's stop reason and totals: `known_at_end`) in one call before the span ends, as any
-  program making these spans has to.
+  program making these spans has to. A mapping that holds what one call or outcome alone tells
+  (a tool call's id, the reply's finish reason, the run's totals) is made for each span, as any
+  program must; the starting attributes of the run and of a model call, the same for every run
+  of the plan, are given as one mapping each time.
 """
 
 from __future__ import annotations
@@ -277,26 +280,31 @@ class OtelFloor:
         self._context, self._trace = context, trace
 
     @contextmanager
-    def _span(self, recorded: dict[str, Any]) -> Iterator[None]:
+    def _span(self, recorded: dict[str, Any], per_call: bool) -> Iterator[None]:
+        """The recorded span around what the block does; `per_call`: its starting attributes
+        name the call (its id), so each span is given a mapping of its own."""
+        attributes = recorded["attributes"]
         span = self.tracer.start_span(
-            recorded["name"], kind=recorded["kind"], attributes=recorded["attributes"]
+            recorded["name"],
+            kind=recorded["kind"],
+            attributes=dict(attributes) if per_call else attributes,
         )
         token = self._context.attach(self._trace.set_span_in_context(span))
         try:
             yield
         finally:
             self._context.detach(token)
-            span.set_attributes(recorded["ended"])
+            span.set_attributes(dict(recorded["ended"]))  # the outcome's: each span its own
             span.end()
 
     async def run(self) -> str:
         models, tools = iter(self.model_spans), iter(self.tool_spans)  # this run's own
-        with self._span(self.run_span):
+        with self._span(self.run_span, False):
             return await floor_loop(
                 self.tools,
                 self.plan.turns + 1,
                 _pass,
                 _pass,
-                lambda: self._span(next(models)),
-                lambda call: self._span(next(tools)),
+                lambda: self._span(next(models), False),
+                lambda call: self._span(next(tools), True),
             )

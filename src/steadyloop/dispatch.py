@@ -26,7 +26,8 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from steadyloop import failures, texts
@@ -57,13 +58,17 @@ _CALLING: contextvars.ContextVar[tuple[ToolCall, Callable[[Event], None]] | None
 )
 
 
+# No call of the turn is refused.
+_NONE: Mapping[str, str] = MappingProxyType({})
+
+
 def current_call() -> tuple[ToolCall, Callable[[Event], None]] | None:
     """The tool call being answered in this task and who hears the run's events; None when
     nobody listens (or outside a call)."""
     return _CALLING.get()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one a turn, and a frozen one is slower to make
 class TurnResults:
     """The answered calls of one turn, in call order, and the exception that stopped it, if any."""
 
@@ -108,7 +113,16 @@ class _Turn:
     left: int
     ended: asyncio.Future[None]
     tasks: Sequence[asyncio.Task[ToolCallFinished]] = ()
-    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    locks: dict[str, asyncio.Lock] | None = None  # made for the first sequential tool
+
+    def lock(self, name: str) -> asyncio.Lock:
+        """The lock the calls of sequential tool `name` take in turn."""
+        if self.locks is None:
+            self.locks = {}
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = asyncio.Lock()
+        return lock
 
     def ended_one(self, failed: bool) -> None:
         """A call ended; one that failed cancels the others at once."""
@@ -120,6 +134,27 @@ class _Turn:
                     task.cancel()
         if (failed or not self.left) and not self.ended.done():
             self.ended.set_result(None)
+
+
+class _Proceed:
+    """The `proceed` the effects get for a prepared call: runs it, or prepares it again with
+    the arguments a hook gives. One small object per hooked call, where a closure would take a
+    function, its cells and their tuple."""
+
+    __slots__ = ("_dispatcher", "_prepared", "_turn")
+
+    def __init__(self, dispatcher: Dispatcher, prepared: _Prepared, turn: _Turn) -> None:
+        self._dispatcher = dispatcher
+        self._prepared = prepared
+        self._turn = turn
+
+    def __call__(
+        self, arguments: Mapping[str, Any] | None = None, /
+    ) -> Coroutine[Any, Any, ToolCallFinished]:
+        dispatcher, prepared, turn = self._dispatcher, self._prepared, self._turn
+        if arguments is not None:
+            prepared = dispatcher._prepare(prepared.call, turn, arguments)
+        return dispatcher._execute(prepared, turn)
 
 
 class Dispatcher:
@@ -189,7 +224,7 @@ class Dispatcher:
         loop = asyncio.get_running_loop()
         deadlines, ended = Deadlines(self._lingering), loop.create_future()
         shared = _Turn(
-            notify, run_id, turn, context_for, refused or {}, deadlines, len(calls), ended
+            notify, run_id, turn, context_for, refused or _NONE, deadlines, len(calls), ended
         )
         tasks = [loop.create_task(self._call(call, shared)) for call in calls]
         shared.tasks = tasks
@@ -245,15 +280,9 @@ class Dispatcher:
         effects = self._effects
         if effects is None:
             return self._execute(prepared, turn)
-
-        def proceed(arguments: Mapping[str, Any] | None = None, /) -> Awaitable[ToolCallFinished]:
-            if arguments is None:
-                return self._execute(prepared, turn)
-            return self._execute(self._prepare(call, turn, arguments), turn)
-
         valid = prepared.arguments if prepared.bound is not None else None
         invocation = ToolInvocation(turn.run_id, turn.number, call, prepared.tool, valid)
-        return effects.tool_call(invocation, proceed)
+        return effects.tool_call(invocation, _Proceed(self, prepared, turn))
 
     def _prepare(
         self, call: ToolCall, turn: _Turn, edited: Mapping[str, Any] | None = None
@@ -288,14 +317,17 @@ class Dispatcher:
         call, tool, bound, notify = prepared.call, prepared.tool, prepared.bound, turn.notify
         if notify is not None:
             notify(ToolCallStarted(call))
-        _CALLING.set((call, notify) if notify is not None else None)  # this call's task only
+        # This call's task only; None only over the call of a run this one runs in (a
+        # sub-agent's), which its task inherited.
+        if notify is not None or _CALLING.get() is not None:
+            _CALLING.set((call, notify) if notify is not None else None)
         started = time.perf_counter()
         attempts = 0
         try:
             if tool is None or bound is None:  # it cannot run: its failure answers it
                 raise Failure(prepared.failure or "")
             if tool.sequential:
-                async with turn.locks.setdefault(tool.name, asyncio.Lock()):
+                async with turn.lock(tool.name):
                     output, attempts = await self._retrying(tool, bound, turn.deadlines)
             else:
                 output, attempts = await self._retrying(tool, bound, turn.deadlines)

@@ -19,8 +19,9 @@ result says a reviewer changed them), which is how an approval edits a call.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ class Proceed(Protocol):
 class Effects:
     """Around-hooks for the effects of a run; the defaults just proceed. Subclass and override."""
 
+    __slots__ = ()  # a subclass without slots of its own still gets a `__dict__`
+
     async def model_call(
         self, call: ModelCall, proceed: Callable[[], Awaitable[AssistantMessage]]
     ) -> AssistantMessage:
@@ -79,33 +82,53 @@ class Effects:
 
 
 class _Nested(Effects):
-    """Several effects, the first outermost."""
+    """Several effects, the first outermost. Its hooks hand back the outer hook's coroutine
+    instead of awaiting it in one of their own: no frame of theirs stays alive during the call."""
+
+    __slots__ = ("_inner", "_outer")
 
     def __init__(self, outer: Effects, inner: Effects) -> None:
         self._outer = outer
         self._inner = inner
 
-    async def model_call(
+    def model_call(
         self, call: ModelCall, proceed: Callable[[], Awaitable[AssistantMessage]]
-    ) -> AssistantMessage:
-        return await self._outer.model_call(call, lambda: self._inner.model_call(call, proceed))
+    ) -> Coroutine[Any, Any, AssistantMessage]:
+        return self._outer.model_call(call, partial(self._inner.model_call, call, proceed))
 
-    async def tool_call(self, call: ToolInvocation, proceed: Proceed) -> ToolCallFinished:
-        def inner(arguments: Mapping[str, Any] | None = None, /) -> Awaitable[ToolCallFinished]:
-            if arguments is None:
-                return self._inner.tool_call(call, proceed)
-            edited = replace(
-                call, call=replace(call.call, arguments=dict(arguments)), arguments=arguments
-            )
+    def tool_call(
+        self, call: ToolInvocation, proceed: Proceed
+    ) -> Coroutine[Any, Any, ToolCallFinished]:
+        return self._outer.tool_call(call, _Inner(self._inner, call, proceed))
 
-            def edited_proceed(
-                again: Mapping[str, Any] | None = None, /
-            ) -> Awaitable[ToolCallFinished]:
-                return proceed(arguments if again is None else again)
 
-            return self._inner.tool_call(edited, edited_proceed)
+class _Inner:
+    """The outer hook's `proceed` of a `_Nested`: the inner hook, with the call as made or with
+    the arguments the outer one gave. One small object per call rather than a closure."""
 
-        return await self._outer.tool_call(call, inner)
+    __slots__ = ("_call", "_effects", "_proceed")
+
+    def __init__(self, effects: Effects, call: ToolInvocation, proceed: Proceed) -> None:
+        self._effects = effects
+        self._call = call
+        self._proceed = proceed
+
+    def __call__(
+        self, arguments: Mapping[str, Any] | None = None, /
+    ) -> Awaitable[ToolCallFinished]:
+        call, proceed = self._call, self._proceed
+        if arguments is None:
+            return self._effects.tool_call(call, proceed)
+        edited = replace(
+            call, call=replace(call.call, arguments=dict(arguments)), arguments=arguments
+        )
+
+        def edited_proceed(
+            again: Mapping[str, Any] | None = None, /
+        ) -> Awaitable[ToolCallFinished]:
+            return proceed(arguments if again is None else again)
+
+        return self._effects.tool_call(edited, edited_proceed)
 
 
 def nest(effects: Effects | Sequence[Effects] | None) -> Effects | None:

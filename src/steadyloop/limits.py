@@ -205,12 +205,7 @@ def estimate_tokens(message: Message) -> int:
     Images and documents count as a fixed estimate each (`steadyloop.media`), not as their
     base64 text.
     """
-    if isinstance(message, UserMessage):
-        text = message.text
-        size = len(text) if text.isascii() else _quarters(text)
-        if message.parts:
-            size += 4 * parts_tokens(message.parts)
-    elif isinstance(message, ToolResult):
+    if isinstance(message, ToolResult):
         text = message.content
         size = (len(text) if text.isascii() else _quarters(text)) + len(message.call_id)
         if message.images:
@@ -220,6 +215,11 @@ def estimate_tokens(message: Message) -> int:
         size = len(text) if text.isascii() else _quarters(text)
         for call in message.tool_calls:
             size += len(call.name) + len(call.id) + _quarters(_sent_arguments(call))
+    elif isinstance(message, UserMessage):
+        text = message.text
+        size = len(text) if text.isascii() else _quarters(text)
+        if message.parts:
+            size += 4 * parts_tokens(message.parts)
     else:
         size = _quarters(message.note)
     return size // 4 + _PER_MESSAGE_TOKENS
@@ -238,9 +238,25 @@ def estimate_fixed_tokens(instructions: str | None, tool_specs: Sequence[Any]) -
     """What the instructions and the tool definitions add to every request."""
     size = _quarters(instructions or "")
     for spec in tool_specs:
-        schema = json.dumps(spec.parameters)  # ASCII: other characters are escaped
-        size += len(spec.name) + _quarters(spec.description) + len(schema)
+        known = _SPEC_SIZES.get(id(spec))
+        size += known[1] if known is not None else _measure(spec)
     return size // 4
+
+
+# Every run of an agent offers the same spec objects: each is measured once. An entry holds its
+# spec, so the spec's id cannot be taken by another object while the entry exists.
+_SPEC_SIZES: dict[int, tuple[Any, int]] = {}
+_MAX_SPEC_SIZES = 1024
+
+
+def _measure(spec: Any) -> int:
+    """A tool spec's size in quarter tokens, remembered."""
+    schema = json.dumps(spec.parameters)  # ASCII: other characters are escaped
+    size = len(spec.name) + _quarters(spec.description) + len(schema)
+    if len(_SPEC_SIZES) >= _MAX_SPEC_SIZES:
+        _SPEC_SIZES.clear()
+    _SPEC_SIZES[id(spec)] = (spec, size)
+    return size
 
 
 def _quarters(text: str) -> int:

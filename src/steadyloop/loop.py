@@ -47,6 +47,7 @@ from steadyloop.repeats import RepeatGuard
 from steadyloop.result import RunResult
 from steadyloop.transcript import Transcript
 from steadyloop.unanswered import not_run, resumed_answers, to_run_now
+from steadyloop.usage import Tally
 
 if TYPE_CHECKING:
     from steadyloop.config import RunConfig
@@ -111,8 +112,8 @@ class Run:
         self.history_length = len(self.transcript)
         self.turns = start.turns_used
         self.recovered = start.recovered
-        self.usage = start.usage
-        self.usage_by_model = dict(start.usage_by_model)
+        self.spent = Tally(start.usage)
+        self.spent_by_model = {model: Tally(u) for model, u in start.usage_by_model.items()}
         self.guard = RepeatGuard(config.limits.max_repeats, config.limits.max_same_results)
         text = config.instructions if not callable(config.instructions) else None
         self.offer = Offer.make(config, text, dispatcher.tools)
@@ -146,16 +147,23 @@ class Run:
             if self.watch is not None and self.watch.stale():
                 await self._refresh_tools()
             await self._check_limits()
-            await self._commit()  # every result is logged before the model reads it
+            if self.commit is not None:
+                await self.commit()  # every result is logged before the model reads it
             reply = await self._call_model()
             self._append(reply)
             if not reply.tool_calls:
                 if await self._take_answer(reply) == "answered":
                     return self._finish()
                 continue
-            await self._commit()  # the reply is logged before any of its calls starts
+            if self.commit is not None:
+                await self.commit()  # the reply is logged before any of its calls starts
             if await self._run_tools(reply) != "continue":
                 return self._finish()
+
+    @property
+    def usage(self) -> Usage:
+        """What the run has used so far."""
+        return self.spent.total()
 
     def result(self) -> RunResult[Any]:
         """What the run has produced so far."""
@@ -170,7 +178,7 @@ class Run:
             usage=self.usage,
             run_id=self.run_id,
             text=text,
-            usage_by_model=dict(self.usage_by_model),
+            usage_by_model={model: spent.total() for model, spent in self.spent_by_model.items()},
             pending=self.pause.pending if self.pause is not None else (),
             _pause=self.pause,
         )
@@ -235,7 +243,7 @@ class Run:
 
     async def _check_limits(self) -> None:
         limits = self.config.limits
-        self._stop_at(reached_before_call(limits, self.turns, self.budget, self.usage.cost_usd))
+        self._stop_at(reached_before_call(limits, self.turns, self.budget, self.spent.cost_usd))
         if self.share is not None:
             self._stop_at(self.share.reached())
         tokens = self.transcript.context_tokens(self.offer.fixed_tokens)
@@ -247,7 +255,7 @@ class Run:
         self._stop_at(reached_context(limits, tokens))
 
     def _check_cost(self) -> None:
-        self._stop_at(reached_cost(self.config.limits, self.usage.cost_usd))
+        self._stop_at(reached_cost(self.config.limits, self.spent.cost_usd))
         if self.share is not None:
             self._stop_at(self.share.reached())
 
@@ -270,24 +278,29 @@ class Run:
         """Adds what the request that got `reply` used to the run's usage, in all and under
         the model that answered."""
         usage = reply.request_usage()
-        self.usage += usage
+        self.spent.add(usage)
         if self.share is not None:
             self.share.charge(usage.cost_usd)
         model = reply.model or self.config.model.name
-        self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
+        by_model = self.spent_by_model.get(model)
+        if by_model is None:
+            self.spent_by_model[model] = Tally(usage)
+        else:
+            by_model.add(usage)
 
-    async def _request_with_retries(self) -> AssistantMessage:
+    def _request_with_retries(self) -> Awaitable[AssistantMessage]:
         """Asks the model for the turn's reply (see `steadyloop.modelcall`)."""
         request = self.offer.request(self.config, self.transcript.view())
-        self._emit(
-            ModelRequestStarted(
-                self.turns,
-                self.transcript.context_tokens(self.offer.fixed_tokens),
-                self.config.limits.max_context_tokens,
-                len(request.messages),
+        if self.notify is not None:  # made only for a listener (the spans do not read it)
+            self._emit(
+                ModelRequestStarted(
+                    self.turns,
+                    self.transcript.context_tokens(self.offer.fixed_tokens),
+                    self.config.limits.max_context_tokens,
+                    len(request.messages),
+                )
             )
-        )
-        return await call_model(
+        return call_model(
             self.config, request, self.effects, run_id=self.run_id, turn=self.turns,
             streaming=self.streaming, emit=self._emit,
         )  # fmt: skip
@@ -300,7 +313,7 @@ class Run:
                 text = texts.CUT_OFF.format(name=call.name)
                 self._append(ToolResult(call.id, call.name, text, is_error=True))
             return "continue"
-        self.usage += Usage(tool_calls=len(reply.tool_calls))
+        self.spent.add_calls(len(reply.tool_calls))
         if self.answer is not None:
             self.answer.expect(reply.tool_calls)
         refused = None
@@ -397,16 +410,12 @@ class Run:
         )  # fmt: skip
         for outcome in batch.outcomes:
             if outcome.usage is not None:
-                self.usage += outcome.usage
+                self.spent.add(outcome.usage)
         return batch
 
     def _call_context(self, call: ToolCall) -> RunContext[Any]:
         """The context of a call of the turn being answered."""
         return self.context(call.id)
-
-    async def _commit(self) -> None:
-        if self.commit is not None:
-            await self.commit()
 
     def _append(self, message: Message) -> None:
         self.transcript.append(message)

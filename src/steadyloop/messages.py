@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from steadyloop import texts
 from steadyloop.errors import ConfigError
@@ -93,8 +93,13 @@ class ArgumentsError(Exception):
 # How much of unreadable arguments an error quotes back to the model.
 _RAW_PREVIEW = 200
 
+_DECODER = json.JSONDecoder()
 
-@dataclass(frozen=True, slots=True)
+# A `ToolCall._parse` whose parse was taken: the text is a JSON object, and nothing is kept.
+_READ = ()
+
+
+@dataclass(frozen=True, init=False)
 class ToolCall:
     """One tool call the model asked for.
 
@@ -103,32 +108,46 @@ class ToolCall:
     Read them with `parsed_arguments()` or `arguments_json()`, the one reading of each.
     """
 
+    # `_parse` is not a field: `[parse]` once `arguments_json()` has read the text, until the
+    # next `parsed_arguments()` takes it (see there), then `_READ`; never compared, copied or
+    # pickled.
+    __slots__ = ("_parse", "arguments", "id", "name")
+
     id: str
     name: str
     arguments: str | Mapping[str, Any]
     type: ClassVar[str] = "tool_call"
+    if TYPE_CHECKING:  # the slot, for the type checker only: at run time it is not a field
+        _parse: list[dict[str, Any]] | tuple[()] | None = field(init=False, compare=False)
+
+    def __init__(self, id: str, name: str, arguments: str | Mapping[str, Any]) -> None:
+        set_slot = object.__setattr__  # frozen
+        set_slot(self, "id", id)
+        set_slot(self, "name", name)
+        set_slot(self, "arguments", arguments)
+        set_slot(self, "_parse", None)
 
     def parsed_arguments(self) -> Mapping[str, Any]:
         """The arguments as a mapping; `""`, whitespace and `null` mean no arguments.
 
         Raises `ArgumentsError` with the parser's complaint (and the start of the text) for text
-        that is not a JSON object.
+        that is not a JSON object. Text is read into a mapping of the caller's own each time;
+        the one `arguments_json()` made checking it goes to the first caller only (a reply's
+        calls are measured as they join the transcript, then dispatched: one parse serves both).
         """
         raw = self.arguments
         if not isinstance(raw, str):
             return raw
-        text = raw.strip()
-        if not text or text == "null":
-            return {}
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            preview = text if len(text) <= _RAW_PREVIEW else text[:_RAW_PREVIEW] + "..."
-            raise ArgumentsError(texts.NOT_JSON.format(error=exc, received=preview)) from None
-        if not isinstance(value, dict):
-            kind, received = type(value).__name__, text[:_RAW_PREVIEW]
-            raise ArgumentsError(texts.NOT_AN_OBJECT.format(type=kind, received=received))
-        return value
+        kept = self._parse
+        if isinstance(kept, list):
+            try:
+                value: dict[str, Any] = kept.pop()  # atomic: one caller takes it
+            except IndexError:  # another thread took it first
+                pass
+            else:
+                object.__setattr__(self, "_parse", _READ)
+                return value
+        return _parse(raw)
 
     def arguments_json(self) -> str:
         """The arguments as JSON object text: the model's own text, byte for byte, when it is
@@ -137,11 +156,19 @@ class ToolCall:
 
         Raises `ArgumentsError` as `parsed_arguments()` does for text that is not a JSON object.
         """
-        parsed = self.parsed_arguments()
         raw = self.arguments
-        if isinstance(raw, str) and raw.strip() not in ("", "null"):
-            return raw
-        return json.dumps(dict(parsed), ensure_ascii=False)
+        if not isinstance(raw, str):
+            return json.dumps(dict(raw), ensure_ascii=False)
+        if self._parse is None:  # not yet known to be a JSON object
+            object.__setattr__(self, "_parse", [_parse(raw)])
+        return raw if raw.strip() not in ("", "null") else "{}"
+
+    def __getstate__(self) -> list[Any]:
+        # the fields only, as a slotted dataclass pickles them
+        return [self.id, self.name, self.arguments]
+
+    def __setstate__(self, state: Sequence[Any]) -> None:
+        ToolCall.__init__(self, *state)
 
     def to_dict(self) -> dict[str, Any]:
         args = self.arguments if isinstance(self.arguments, str) else dict(self.arguments)
@@ -214,6 +241,10 @@ class Native:
         return (self.api, self.endpoint, self.model) == (api, endpoint.rstrip("/"), model)
 
 
+# What a request whose reply reported no tokens adds to a run's usage.
+_UNREPORTED_REQUEST = Usage(requests=1, unreported=1)
+
+
 @dataclass(frozen=True, slots=True)
 class AssistantMessage:
     """One model reply: text and tool calls in the order the model produced them.
@@ -246,7 +277,7 @@ class AssistantMessage:
         reply's tokens and cost, or one request whose tokens were not reported."""
         usage = self.usage
         if usage is None:
-            return Usage(requests=1, unreported=1)
+            return _UNREPORTED_REQUEST
         return Usage(
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
@@ -367,6 +398,29 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         raise ValueError(f"not a steadyloop message: unknown type {kind!r}")
     message: Message = cls.from_dict(data)
     return message
+
+
+def _parse(text: str) -> dict[str, Any]:
+    """Arguments text as a JSON object (`{}` for blank or `null`), or `ArgumentsError`."""
+    text = text.strip()
+    if not text or text == "null":
+        return {}
+    try:
+        # `json.loads` without its layers around the decoder (the text has no whitespace left
+        # at either end to skip): every call's arguments are read here.
+        value, end = _DECODER.raw_decode(text)
+    except (ValueError, RecursionError):
+        end = -1
+    if end != len(text):  # not one JSON value: `json.loads` words the complaint
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            preview = text if len(text) <= _RAW_PREVIEW else text[:_RAW_PREVIEW] + "..."
+            raise ArgumentsError(texts.NOT_JSON.format(error=exc, received=preview)) from None
+    if not isinstance(value, dict):
+        kind, received = type(value).__name__, text[:_RAW_PREVIEW]
+        raise ArgumentsError(texts.NOT_AN_OBJECT.format(type=kind, received=received))
+    return value
 
 
 def canonical_arguments(arguments: str | Mapping[str, Any]) -> str:

@@ -9,17 +9,17 @@ each part as it arrives and closes the stream as soon as the reply is in.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from steadyloop.cost import has_price, priced
 from steadyloop.effects import ModelCall
 from steadyloop.errors import ConfigError, ModelError
 from steadyloop.events import Event, ModelFallback, ModelRetry
-from steadyloop.fallback import answered_by, chain, first_answer
+from steadyloop.fallback import Fallback, answered_by, chain, first_answer
 from steadyloop.messages import AssistantMessage
 from steadyloop.models.base import Model, ModelRequest
-from steadyloop.retry import retry_model_call
 
 if TYPE_CHECKING:
     from steadyloop.config import RunConfig
@@ -39,7 +39,7 @@ async def require_prices(model: Model) -> None:
             )
 
 
-async def call_model(
+def call_model(
     config: RunConfig,
     request: ModelRequest,
     effects: Effects | None,
@@ -48,41 +48,73 @@ async def call_model(
     turn: int,
     streaming: bool,
     emit: Callable[[Event], None],
-) -> AssistantMessage:
+) -> Awaitable[AssistantMessage]:
     """The reply to `request`, turn `turn` of run `run_id`; retries and moves down the
     fallback chain are told to `emit` (so are a streamed call's parts)."""
+    call = _Call(config, request, turn, streaming, emit)
+    if effects is None:
+        return call.answer()
+    model_call = ModelCall(run_id, turn, config.model.name, request)
+    return effects.model_call(model_call, call.answer)
 
-    def announce(attempt: int, error: ModelError, wait: float) -> None:
-        emit(ModelRetry(turn, attempt, str(error), wait))
 
-    def moved(failed: Model, next_model: Model, error: ModelError) -> None:
-        emit(ModelFallback(turn, failed.name, next_model.name, str(error)))
+class _Call:
+    """One model call: its request, and where its retries, moves and streamed parts are told."""
 
-    async def with_retries(model: Model) -> AssistantMessage:
-        reply = await retry_model_call(
-            lambda: _request(request, model, streaming, emit),
-            config.model_retries,
-            config.backoff,
-            announce,
-        )
-        # what the effects see is priced, and names the model that answered
+    __slots__ = ("config", "emit", "request", "streaming", "turn")
+
+    def __init__(
+        self,
+        config: RunConfig,
+        request: ModelRequest,
+        turn: int,
+        streaming: bool,
+        emit: Callable[[Event], None],
+    ) -> None:
+        self.config = config
+        self.request = request
+        self.turn = turn
+        self.streaming = streaming
+        self.emit = emit
+
+    def answer(self) -> Awaitable[AssistantMessage]:
+        """The reply of the first model of the chain that answers (of the one model, with
+        no chain to go down)."""
+        model = self.config.model
+        if not isinstance(model, Fallback):
+            return self.with_retries(model)
+        return first_answer(model, self.with_retries, self.moved)
+
+    async def with_retries(self, model: Model) -> AssistantMessage:
+        """`model`'s reply, asked again up to `model_retries` times while it fails with a
+        retryable `ModelError` (`Backoff.worth_retrying`; each retry told before its wait);
+        the last failure is raised as it is. The reply is priced, and names the model, as the
+        effects see it."""
+        config, attempt = self.config, 1
+        while True:
+            try:
+                if self.streaming:
+                    reply = await _streamed(self.request, model, self.emit)
+                else:
+                    reply = await model.request(self.request)
+                break
+            except ModelError as exc:
+                if attempt > config.model_retries or not config.backoff.worth_retrying(exc):
+                    raise
+                seconds = config.backoff.wait(attempt, exc)
+                self.emit(ModelRetry(self.turn, attempt + 1, str(exc), seconds))
+            await asyncio.sleep(seconds)
+            attempt += 1
         return await priced(answered_by(reply, model), model)
 
-    async def call_with_retries() -> AssistantMessage:
-        return await first_answer(config.model, with_retries, moved)
-
-    if effects is None:
-        return await call_with_retries()
-    model_call = ModelCall(run_id, turn, config.model.name, request)
-    return await effects.model_call(model_call, call_with_retries)
+    def moved(self, failed: Model, next_model: Model, error: ModelError) -> None:
+        self.emit(ModelFallback(self.turn, failed.name, next_model.name, str(error)))
 
 
-async def _request(
-    request: ModelRequest, model: Model, streaming: bool, emit: Callable[[Event], None]
+async def _streamed(
+    request: ModelRequest, model: Model, emit: Callable[[Event], None]
 ) -> AssistantMessage:
-    """One attempt: the model's reply, streamed (each part told to `emit`) or not."""
-    if not streaming:
-        return await model.request(request)
+    """One streamed attempt: each part told to `emit`, the reply returned."""
     parts = model.stream(request)
     try:
         async for part in parts:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["Offer"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one a run, and a frozen one is slower to make
 class Offer:
     """`fixed_tokens`: the estimate of what the instructions and the specs add to every
     request; `cache_key`: the OpenAI `prompt_cache_key` (derived from the agent's own

@@ -20,46 +20,36 @@ from typing import Any
 
 from steadyloop import texts
 from steadyloop.events import ToolCallFinished
-from steadyloop.messages import ArgumentsError, ToolResult
+from steadyloop.messages import ArgumentsError, ToolCall, ToolResult
 
 __all__ = ["RepeatGuard", "TurnCheck"]
 
 ALREADY_HAVE_TEXT = texts.ALREADY_HAVE
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one a turn, and a frozen one is slower to make
 class TurnCheck:
     """What the guard makes of one turn: the results to append (in call order, repeated
     successes replaced) and, when the run must stop, why."""
 
-    results: tuple[ToolResult, ...]
+    results: list[ToolResult]
     stop: str | None = None
 
 
-@dataclass(slots=True)
-class _Seen:
-    """A call answered in a turn: its arguments (as read), its result text, and how many
-    turns in a row it has been made with that result."""
-
-    arguments: Any
-    content: str
-    count: int
-
-
-def _arguments(answered: ToolCallFinished) -> Any:
-    """The call's arguments as a value to compare: as the dispatcher read them; for a call
-    whose arguments are not a JSON object, the text the model sent."""
-    if answered.arguments is not None:
-        return answered.arguments
+def _unread_arguments(call: ToolCall) -> Any:
+    """The arguments of a call the dispatcher did not read, as a value to compare: as read
+    from JSON; for text that is not a JSON object, the text the model sent."""
     try:
-        return answered.call.parsed_arguments()
+        return call.parsed_arguments()
     except ArgumentsError:
-        return answered.call.arguments
+        return call.arguments
 
 
 # Calls are filed by tool name, outcome and result length: only a call with the same three
-# is compared in full, so a turn of new calls costs a dict lookup each.
+# is compared in full, so a turn of new calls costs a dict lookup each. Each is filed as
+# (arguments, result text, turns in a row it has been made with that result).
 _Key = tuple[str, bool, int]
+_Seen = tuple[Any, str, int]
 
 
 class RepeatGuard:
@@ -77,10 +67,11 @@ class RepeatGuard:
         current: dict[_Key, list[_Seen]] = {}
         results: list[ToolResult] = []
         stop: str | None = None
+        same_results = self.max_same_results
         for answered in turn:
             call, result = answered.call, answered.result
             failed = result.is_error
-            if not failed and self.max_same_results is None:
+            if not failed and same_results is None:
                 results.append(result)
                 continue
             count = self._count(current, answered)
@@ -90,8 +81,8 @@ class RepeatGuard:
                         f"repeat limit reached: {call.name} failed the same way {count} times "
                         f"in a row: {result.content[:200]}"
                     )
-            elif self.max_same_results is not None and count >= self.max_same_results:
-                if count > self.max_same_results and stop is None:
+            elif same_results is not None and count >= same_results:
+                if count > same_results and stop is None:
                     stop = (
                         f"repeat limit reached: {call.name} returned the same result for the "
                         f"same arguments {count} times in a row, after the model was told it "
@@ -101,22 +92,27 @@ class RepeatGuard:
                 result = replace(result, content=text, is_error=True, images=())
             results.append(result)
         self._previous = current
-        return TurnCheck(tuple(results), stop)
+        return TurnCheck(results, stop)
 
     def _count(self, current: dict[_Key, list[_Seen]], answered: ToolCallFinished) -> int:
         """How many turns in a row, this one included, have had this call with this result;
         a copy of a call already answered in this turn counts once."""
         result = answered.result
-        key = (answered.call.name, result.is_error, len(result.content))
-        arguments, content = _arguments(answered), result.content
-        seen_now = current.setdefault(key, [])
-        for seen in seen_now:
-            if seen.content == content and seen.arguments == arguments:
-                return seen.count
+        content = result.content
+        key = (answered.call.name, result.is_error, len(content))
+        arguments = answered.arguments  # as the dispatcher read them
+        if arguments is None:
+            arguments = _unread_arguments(answered.call)
+        seen_now = current.get(key)
+        if seen_now is None:
+            seen_now = current[key] = []
+        for seen_arguments, seen_content, count in seen_now:
+            if seen_content == content and seen_arguments == arguments:
+                return count
         count = 1
-        for seen in self._previous.get(key, ()):
-            if seen.content == content and seen.arguments == arguments:
-                count = seen.count + 1
+        for seen_arguments, seen_content, seen_count in self._previous.get(key, ()):
+            if seen_content == content and seen_arguments == arguments:
+                count = seen_count + 1
                 break
-        seen_now.append(_Seen(arguments, content, count))
+        seen_now.append((arguments, content, count))
         return count

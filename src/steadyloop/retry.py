@@ -1,30 +1,27 @@
-"""Retries: the waits between attempts, a server's Retry-After, and the two retry loops.
+"""Retries: the waits between attempts, a server's Retry-After, and the tools' retry loop.
 
-`retry_model_call` retries one model call after a retryable `ModelError`; `retry_context`
-(tenacity's) retries a block, for tools. Both wait what `Backoff` says, which tests make zero.
-Neither logs: the loop reports each model retry as an event, dispatch counts tool attempts
-into the result. (stamina, the friendlier wrapper around tenacity, logs every scheduled retry
-through process-wide hooks, which Python prints to stderr when the application has configured
-no logging; its hooks can only be changed for the whole process.)
+`retry_context` (tenacity's) retries a block, for tools; a model call is retried after a
+retryable `ModelError` by `steadyloop.modelcall`. Both wait what `Backoff` says, which tests
+make zero. Neither logs: the loop reports each model retry as an event, dispatch counts tool
+attempts into the result. (stamina, the friendlier wrapper around tenacity, logs every
+scheduled retry through process-wide hooks, which Python prints to stderr when the application
+has configured no logging; its hooks can only be changed for the whole process.)
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from steadyloop.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
     from tenacity import AsyncRetrying, RetryCallState
 
-__all__ = ["Backoff", "retry_after", "retry_context", "retry_model_call"]
-
-T = TypeVar("T")
+__all__ = ["Backoff", "retry_after", "retry_context"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,31 +61,6 @@ class Backoff:
 
         doubled = self.initial * 2.0 ** min(attempt - 1, 64)
         return min(self.maximum, doubled + random.uniform(0, self.jitter))
-
-
-async def retry_model_call(
-    call: Callable[[], Awaitable[T]],
-    retries: int,
-    backoff: Backoff,
-    on_retry: Callable[[int, ModelError, float], None],
-) -> T:
-    """`await call()`, made again up to `retries` times while it fails with a retryable
-    `ModelError` (`Backoff.worth_retrying`); the last failure is raised as it is.
-
-    Before each wait, `on_retry(attempt, error, seconds)` announces the coming attempt (from
-    2). The first attempt runs bare: it is on every turn's path, and most calls succeed.
-    """
-    attempt = 1
-    while True:
-        try:
-            return await call()
-        except ModelError as exc:
-            if attempt > retries or not backoff.worth_retrying(exc):
-                raise
-            seconds = backoff.wait(attempt, exc)
-            on_retry(attempt + 1, exc, seconds)
-        await asyncio.sleep(seconds)
-        attempt += 1
 
 
 def retry_context(

@@ -149,7 +149,7 @@ async def start(
     return await _traced(_run(launch, start, notify, commit), store, launch.ended)
 
 
-async def start_new(
+def start_new(
     launch: Launch,
     store: RunLog | None,
     message: UserMessage,
@@ -157,11 +157,12 @@ async def start_new(
     run_id: str | None = None,
     session: str | None = None,
     fork_from: str | None = None,
-) -> RunResult[Any]:
+) -> Awaitable[RunResult[Any]]:
     """Runs `message` as a new run: after `history`, or continuing the conversation `session`
-    or the transcript of the run `fork_from` from the log (see `steadyloop.sessions`)."""
+    or the transcript of the run `fork_from` from the log (see `steadyloop.sessions`). Not a
+    coroutine of its own: nothing of it stays on the stack while the run goes on."""
     if store is None or (session is None and fork_from is None):
-        return await start(launch, RunStart.fresh(message, history, run_id), store)
+        return start(launch, RunStart.fresh(message, history, run_id), store)
 
     if launch.tracing is not None:
         launch.tracing.conversation = session
@@ -169,7 +170,7 @@ async def start_new(
     async def begin(continued: tuple[Message, ...], links: RunLinks) -> RunResult[Any]:
         return await start(launch, RunStart.fresh(message, continued, run_id), store, links)
 
-    return await sessions.starting(store, session, fork_from, begin)
+    return sessions.starting(store, session, fork_from, begin)
 
 
 async def resume_paused(
@@ -352,12 +353,16 @@ async def _traced(
             ended(run.usage)
 
 
-async def _logged(run: Run, store: RunLog | None) -> RunResult[Any]:
+def _logged(run: Run, store: RunLog | None) -> Awaitable[RunResult[Any]]:
     """Runs `run`, marking in the log how it ended when it did not end by answering, and
-    releasing its claim however it ended."""
+    releasing its claim however it ended (a run without a log just runs)."""
     if store is None or run.run_id is None:
-        return await run.execute()
-    run_id = run.run_id
+        return run.execute()
+    return _logged_run(run, store, run.run_id)
+
+
+async def _logged_run(run: Run, store: RunLog, run_id: str) -> RunResult[Any]:
+    """`_logged` of a run with a log."""
     ending: tuple[str, str | None] | None = None
     try:
         result = await run.execute()

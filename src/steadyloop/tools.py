@@ -51,7 +51,7 @@ class ToolSpec:
     parameters: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one for every call, and a frozen one is slower to make
 class ToolOutput:
     """A tool's return value rendered for the model, before truncation. `usage`: what the call
     spent on models (a sub-agent's run), added to the calling run's usage."""
@@ -62,7 +62,7 @@ class ToolOutput:
     usage: Usage | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one for every call, and a frozen one is slower to make
 class BoundCall:
     """A validated call, ready to run: `fn(**kwargs)`, awaited when `is_async`."""
 

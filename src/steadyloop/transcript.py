@@ -68,7 +68,9 @@ class Transcript:
         cost = self._estimate(message)
         self._view_estimate += cost
         if isinstance(message, AssistantMessage):
-            self._call_ids.update(call.id for call in message.tool_calls)
+            call_ids = self._call_ids
+            for call in message.tool_calls:
+                call_ids.add(call.id)
             usage = message.usage
             if usage is not None and usage.input_tokens > 0:
                 self._reported = usage.input_tokens + usage.output_tokens
@@ -96,17 +98,18 @@ class Transcript:
 
     def with_unique_call_ids(self, reply: AssistantMessage) -> AssistantMessage:
         """`reply` with empty ids, and ids already used in this transcript, made unique."""
-        seen = set(self._call_ids)
+        used = self._call_ids
+        fresh: set[str] = set()  # this reply's ids so far
         fixed: list[ToolCall] = []
         changed = False
         for index, call in enumerate(reply.tool_calls):
-            call_id = call.id or f"call_{len(self._call_ids) + index}"
-            if call_id in seen:
+            call_id = call.id or f"call_{len(used) + index}"
+            if call_id in used or call_id in fresh:
                 suffix = 2
-                while f"{call_id}_{suffix}" in seen:
+                while f"{call_id}_{suffix}" in used or f"{call_id}_{suffix}" in fresh:
                     suffix += 1
                 call_id = f"{call_id}_{suffix}"
-            seen.add(call_id)
+            fresh.add(call_id)
             if call_id != call.id:
                 changed = True
                 call = ToolCall(call_id, call.name, call.arguments)

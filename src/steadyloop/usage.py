@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-__all__ = ["Usage"]
+__all__ = ["Tally", "Usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +97,66 @@ class Usage:
             k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__ and k != "cost_usd"
         }
         return cls(**counts, cost_usd=float(cost) if cost is not None else None)
+
+
+class Tally:
+    """`Usage`s being added up (a run's, as it goes): each `add` changes the counts in place, as
+    `Usage.__add__` would sum them, instead of making a `Usage` each time; `total()` is the
+    sum, made once after each change. The counts can be read as they are (`cost_usd`)."""
+
+    __slots__ = (
+        "_total",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cost_usd",
+        "input_tokens",
+        "output_tokens",
+        "requests",
+        "tool_calls",
+        "unreported",
+    )
+
+    def __init__(self, start: Usage) -> None:
+        self.input_tokens = start.input_tokens
+        self.output_tokens = start.output_tokens
+        self.requests = start.requests
+        self.tool_calls = start.tool_calls
+        self.cache_read_tokens = start.cache_read_tokens
+        self.cache_write_tokens = start.cache_write_tokens
+        self.cost_usd = start.cost_usd
+        self.unreported = start.unreported
+        self._total: Usage | None = start
+
+    def add(self, usage: Usage) -> None:
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.requests += usage.requests
+        self.tool_calls += usage.tool_calls
+        self.cache_read_tokens += usage.cache_read_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
+        if usage.cost_usd is not None:
+            cost = self.cost_usd
+            self.cost_usd = usage.cost_usd if cost is None else cost + usage.cost_usd
+        self.unreported += usage.unreported
+        self._total = None
+
+    def add_calls(self, count: int) -> None:
+        """Counts `count` more dispatched tool calls."""
+        self.tool_calls += count
+        self._total = None
+
+    def total(self) -> Usage:
+        """The sum so far."""
+        total = self._total
+        if total is None:
+            total = self._total = Usage(
+                self.input_tokens,
+                self.output_tokens,
+                self.requests,
+                self.tool_calls,
+                self.cache_read_tokens,
+                self.cache_write_tokens,
+                cost_usd=self.cost_usd,
+                unreported=self.unreported,
+            )
+        return total

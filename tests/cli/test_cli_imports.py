@@ -33,6 +33,9 @@ def test_run_without_a_log_loads_neither_the_log_nor_other_commands(tmp_path: Pa
     code, modules = loaded_by(["run", "--no-log", "--model", "test", "hello"], tmp_path)
     assert code == 0
     assert not {"sqlite3", "steadyloop.store.sqlite", "steadyloop.store.writer"} & modules
+    # nor the log's reading side, the viewer's, or the loader of tool files no run named
+    assert not {"steadyloop.store", "steadyloop.cli.show", "steadyloop.ui"} & modules
+    assert "steadyloop.toolfile" not in modules
     others = {"batch", "chat", "eval", "mcp_serve", "decide"}
     assert not {f"steadyloop.cli.{name}" for name in others} & modules
     assert not (tmp_path / "runs.db").exists()

@@ -18,12 +18,11 @@ import click
 
 from steadyloop.cli.approve import terminal_approver
 from steadyloop.cli.elicit import ask_on_terminal
-from steadyloop.cli.live import make_view
+from steadyloop.cli.live import make_view, shown_id
 from steadyloop.cli.otlp import otlp_export
 from steadyloop.errors import LimitExceeded, SteadyloopError
 from steadyloop.events import Event, RunStarted
 from steadyloop.result import as_json as as_json_value
-from steadyloop.store.ids import short_id
 
 if TYPE_CHECKING:
     from steadyloop.agent import Agent
@@ -101,11 +100,11 @@ def run_to_exit(
         _print_answer(exc.result, as_json=as_json, stopped=str(exc))
         sys.exit(EXIT_LIMIT)
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM
-        hint = f"; continue with: steadyloop resume {short_id(seen[0])}" if seen else ""
+        hint = f"; continue with: steadyloop resume {shown_id(seen[0])}" if seen else ""
         click.echo(f"interrupted{hint}", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except SteadyloopError as exc:
-        hint = f" (run {short_id(seen[0])})" if seen else ""
+        hint = f" (run {shown_id(seen[0])})" if seen else ""
         raise Failure(f"{exc}{hint}") from None
     _print_answer(result, as_json=as_json)
     if result.stop_reason == "approval":
@@ -125,7 +124,7 @@ def print_waiting(result: RunResult[Any]) -> None:
         lines.append("the run was not logged (--no-log), so it cannot be resumed")
     else:
         lines.append(
-            f"continue with: steadyloop resume {short_id(result.run_id)} --approve {first} "
+            f"continue with: steadyloop resume {shown_id(result.run_id)} --approve {first} "
             f"(or --deny {first}=REASON), one option per waiting call"
         )
     click.echo("\n".join(lines), err=True)

@@ -10,10 +10,9 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING, Protocol
+from collections.abc import Iterator, Mapping
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from steadyloop.cli.show import format_cost, tools_changed_line
 from steadyloop.events import (
     CallDecided,
     Compacted,
@@ -30,12 +29,19 @@ from steadyloop.events import (
     ToolsChanged,
 )
 from steadyloop.messages import ArgumentsError, AssistantMessage, ToolCall
-from steadyloop.store.ids import short_id
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-__all__ = ["LiveView", "PlainView", "View", "make_view"]
+__all__ = [
+    "LiveView",
+    "PlainView",
+    "View",
+    "format_cost",
+    "make_view",
+    "shown_id",
+    "tools_changed_line",
+]
 
 _ARGS_PREVIEW = 60
 _DECIDED = {"deferred": "waiting for approval"}
@@ -55,6 +61,32 @@ def make_view(stream: IO[str] | None = None) -> View:
     """A live panel when `stream` (default stderr) is a terminal, plain lines otherwise."""
     stream = stream or sys.stderr
     return LiveView(stream) if stream.isatty() else PlainView(stream)
+
+
+def format_cost(cost: float | None) -> str:
+    """Dollars to four decimals, to six below a cent; "-" when the price is unknown."""
+    if cost is None:
+        return "-"
+    return f"${cost:.6f}" if cost < 0.01 else f"${cost:.4f}"
+
+
+def tools_changed_line(data: Mapping[str, Any]) -> str:
+    """One line for a toolset whose tools changed: "tools changed (SOURCE): added a, b;
+    removed c"."""
+    parts = [
+        f"{what} {', '.join(data[what])}"
+        for what in ("added", "removed", "changed")
+        if data.get(what)
+    ]
+    return f"tools changed ({data['source']}): {'; '.join(parts)}"
+
+
+def shown_id(run_id: str) -> str:
+    """How a run id is shown (`store.ids.short_id`). The log's modules are imported only here:
+    a run that is not logged (`--no-log`) has no id to show and does without them."""
+    from steadyloop.store.ids import short_id
+
+    return short_id(run_id)
 
 
 def _arguments(call: ToolCall) -> str:
@@ -103,7 +135,7 @@ class PlainView:
 
 def _plain_line(event: Event) -> str | None:
     if isinstance(event, RunStarted) and event.run_id:
-        return f"run {short_id(event.run_id)} · model {event.model}"
+        return f"run {shown_id(event.run_id)} · model {event.model}"
     if isinstance(event, ModelRequestStarted):
         return (
             f"turn {event.turn} · context {event.context_tokens:,}/"

@@ -45,7 +45,9 @@ def open_store(url: str | None = None, *, read_only: bool = False) -> RunLog:
 
 
 def load_tools(files: Sequence[str]) -> list[Tool]:
-    """The tools defined in each file (see `steadyloop.toolfile`)."""
+    """The tools defined in each file (see `steadyloop.toolfile`; none: it is not loaded)."""
+    if not files:
+        return []
     from steadyloop.toolfile import load_tools_from_file
 
     tools: list[Tool] = []

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from steadyloop.cli.live import format_cost, tools_changed_line
 from steadyloop.media import attachment_text
 from steadyloop.messages import (
     AssistantMessage,
@@ -29,13 +30,6 @@ __all__ = [
     "tools_changed_line",
     "transcript_json",
 ]
-
-
-def format_cost(cost: float | None) -> str:
-    """Dollars to four decimals, to six below a cent; "-" when the price is unknown."""
-    if cost is None:
-        return "-"
-    return f"${cost:.6f}" if cost < 0.01 else f"${cost:.4f}"
 
 
 def format_tokens(usage: Usage) -> str:
@@ -143,17 +137,6 @@ def _shown_already(message: Any, finished: Mapping[str, ToolRecord], shown: set[
     if not isinstance(message, ToolResult) or message.call_id not in shown:
         return False
     return bool(message == finished[message.call_id].result)
-
-
-def tools_changed_line(data: Mapping[str, Any]) -> str:
-    """One line for a toolset whose tools changed: "tools changed (SOURCE): added a, b;
-    removed c"."""
-    parts = [
-        f"{what} {', '.join(data[what])}"
-        for what in ("added", "removed", "changed")
-        if data.get(what)
-    ]
-    return f"tools changed ({data['source']}): {'; '.join(parts)}"
 
 
 def _decision_line(data: Mapping[str, Any]) -> str:

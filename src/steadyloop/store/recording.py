@@ -35,7 +35,14 @@ from steadyloop.events import (
     ToolProgress,
     ToolsChanged,
 )
-from steadyloop.messages import AssistantMessage, Message, ToolResult, Usage, message_from_dict
+from steadyloop.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResult,
+    Usage,
+    message_from_dict,
+)
 from steadyloop.result import as_json
 from steadyloop.store.rows import (
     CompactedData,
@@ -150,7 +157,9 @@ Row = RunRow | EventRow | FinishRow | StatusRow
 
 # Events not worth a row: deltas and progress are chatty, deltas are rebuilt from the reply; a
 # call's start is implied by the reply that made it and its finish (which carries its duration).
-_NOT_LOGGED = (RunStarted, TextDelta, ToolCallDelta, ToolCallStarted, ToolProgress)
+# Events are final classes: their exact type is looked up, cheaper than `isinstance` chains for
+# the ten or so events a turn makes.
+_NOT_LOGGED = frozenset({RunStarted, TextDelta, ToolCallDelta, ToolCallStarted, ToolProgress})
 
 
 def recorder(
@@ -172,31 +181,35 @@ def recorder(
 
     def record(event: Event) -> None:
         nonlocal next_seq
-        if isinstance(event, _NOT_LOGGED):
+        if type(event) in _NOT_LOGGED:
             return
         seq: int | None = None
-        if isinstance(event, ToolCallFinished):
+        calls: tuple[ToolCall, ...] = ()
+        if type(event) is ToolCallFinished:
             finished[event.call.id] = event.result
             if event.cancelled:
                 # Cut short by a stop: its outcome is unknown, and `resume` runs it again
                 # (idempotent) or says so. Its slot stays free for that answer.
                 return
             seq = reserved.pop(event.call.id, None)
-        elif isinstance(event, MessageAdded) and isinstance(event.message, ToolResult):
-            held = finished.pop(event.message.call_id, None)
-            if held is event.message or held == event.message:  # mostly the very same
-                return
-            seq = reserved.pop(event.message.call_id, None)
+        elif type(event) is MessageAdded:
+            message = event.message
+            if isinstance(message, ToolResult):
+                held = finished.pop(message.call_id, None)
+                if held is message or held == message:  # mostly the very same
+                    return
+                seq = reserved.pop(message.call_id, None)
+            elif isinstance(message, AssistantMessage):
+                calls = message.tool_calls
         if seq is None:
             seq = next_seq
             next_seq += 1
-        if isinstance(event, MessageAdded) and isinstance(event.message, AssistantMessage):
-            for call in event.message.tool_calls:
-                reserved[call.id] = next_seq
-                next_seq += 1
+        for call in calls:
+            reserved[call.id] = next_seq
+            next_seq += 1
         at = time.time()
         submit(EventRow(run_id, seq, at, event))
-        if isinstance(event, RunFinished):
+        if type(event) is RunFinished:
             submit(FinishRow(run_id, event.result.stop_reason, event.result.usage, at))
 
     return record

@@ -74,6 +74,18 @@ def _tracer(provider: TracerProvider | None) -> Tracer:
 class Tracing(Effects):
     """The spans of one run: its own around the run, and one around each model and tool call."""
 
+    __slots__ = (
+        "_chat_attributes",
+        "_chat_name",
+        "_content",
+        "_model",
+        "_provider",
+        "_run_span",
+        "_tracer",
+        "_tracer_provider",
+        "conversation",
+    )
+
     def __init__(self, provider: TracerProvider | None, content: bool, model: Model) -> None:
         self._tracer_provider = provider
         self._tracer = _tracer(provider)
@@ -81,6 +93,12 @@ class Tracing(Effects):
         provider_name, self._model = provider_and_model(model)
         self._provider = provider_name or self._model
         self._chat_name = f"chat {self._model}"
+        # every chat span's starting attributes without content (the SDK copies what it is given)
+        self._chat_attributes: dict[str, Any] = {
+            OPERATION: "chat",
+            PROVIDER: self._provider,
+            REQUEST_MODEL: self._model,
+        }
         self._run_span: Span | None = None
         self.conversation: str | None = None
         """The session the run is a turn of (`gen_ai.conversation.id` on its span), if any."""
@@ -190,12 +208,9 @@ class Tracing(Effects):
         )
 
     def _start_chat(self, call: ModelCall) -> Span:
-        attributes: dict[str, Any] = {
-            OPERATION: "chat",
-            PROVIDER: self._provider,
-            REQUEST_MODEL: self._model,
-        }
+        attributes = self._chat_attributes
         if self._content:
+            attributes = dict(attributes)
             request = call.request
             if request.instructions:
                 attributes["gen_ai.system_instructions"] = _json(
