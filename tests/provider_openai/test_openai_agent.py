@@ -533,3 +533,34 @@ async def test_timeouts_and_refused_connections_are_retryable(
     with pytest.raises(ModelError, match="Connection error") as refused:
         await fast_agent(make_model(base_url=closed), model_retries=0).run("hi")
     assert refused.value.retryable
+
+
+async def test_a_history_sent_again_each_turn_is_not_parsed_again(
+    server: FakeOpenAI, make_model: MakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first call's arguments go back to the provider with every later request; they are
+    read once (measured and dispatched), not once more per request."""
+    first = '{"a": 1, "b": 2}'
+    reads: list[str] = []
+    decode = json.JSONDecoder.raw_decode
+
+    def counted(self: json.JSONDecoder, text: str, idx: int = 0) -> tuple[object, int]:
+        if text == first:
+            reads.append(text)
+        return decode(self, text, idx)
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    server.queue(
+        Reply(calls=[("c1", "add", first)]),
+        *(Reply(calls=[(f"c{n}", "add", f'{{"a": {n}, "b": 0}}')]) for n in range(2, 6)),
+        Reply(text="done"),
+    )
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counted)
+    result = await fast_agent(make_model(), tools=[add]).run("add")
+    assert result.output == "done"
+    assert len(server.requests) == 6
+    assert len(reads) == 1

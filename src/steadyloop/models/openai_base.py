@@ -224,15 +224,16 @@ def _key(api_key: str | None, key_env: str | None) -> str:
     return clean_key(value, key_env) if value and key_env else ""
 
 
-def wire_arguments(arguments: str | Mapping[str, Any]) -> str:
-    """Arguments as the JSON object text providers accept when a call is replayed.
+def wire_arguments(call: ToolCall) -> str:
+    """A call's arguments as the JSON object text providers accept when it is replayed.
 
     A mapping is serialised (F15); text that is not a JSON object (cut off, `""`, `null`) is
     sent as `{}`, since some servers reject the whole history over one bad call (F18); the
-    error result the model got for that call already quotes what it sent.
+    error result the model got for that call already quotes what it sent. The call remembers
+    that its text was checked, so a history sent again each turn is not parsed again.
     """
     try:
-        return ToolCall("", "", arguments).arguments_json()
+        return call.arguments_json()
     except ArgumentsError:
         return "{}"
 

@@ -218,7 +218,7 @@ def _call(call: ToolCall, names: ToolNames) -> dict[str, Any]:
     return {
         "id": call.id,
         "type": "function",
-        "function": {"name": names.to_wire(call.name), "arguments": wire_arguments(call.arguments)},
+        "function": {"name": names.to_wire(call.name), "arguments": wire_arguments(call)},
     }
 
 

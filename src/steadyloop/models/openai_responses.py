@@ -259,7 +259,7 @@ def _call_item(call: ToolCall, names: ToolNames) -> dict[str, Any]:
         "type": "function_call",
         "call_id": call.id,
         "name": names.to_wire(call.name),
-        "arguments": wire_arguments(call.arguments),
+        "arguments": wire_arguments(call),
     }
 
 

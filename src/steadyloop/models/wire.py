@@ -209,9 +209,13 @@ def prepare_history(
                 )
                 used.add(wire_id)
                 open_calls.setdefault(call.id, []).append(wire_id)
-                calls.append(ToolCall(wire_id, call.name, call.arguments))
+                # the call itself when its id stands: it remembers its arguments were read
+                calls.append(
+                    call if wire_id == call.id else ToolCall(wire_id, call.name, call.arguments)
+                )
             pending = list(calls)
-            message = replace(message, tool_calls=tuple(calls))
+            if any(new is not old for new, old in zip(calls, message.tool_calls, strict=True)):
+                message = replace(message, tool_calls=tuple(calls))
         out.append(message)
     out.extend(_missing_results(pending))
     out.extend(orphans)
