@@ -9,14 +9,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from mcp_servers.mcp_fixtures import NPM_CACHE, NPM_PACKAGES, descendants, free_port, package_main
+from mcp_servers.mcp_fixtures import (
+    NPM_CACHE,
+    NPM_PACKAGES,
+    descendants,
+    free_port,
+    package_main,
+    wait_until_listening,
+)
 from steadyloop.mcp import MCPServer
 
 EVERYTHING = "@modelcontextprotocol/server-everything"
@@ -83,15 +89,7 @@ def everything_http_url(npm_servers: None) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"server-everything did not listen on 127.0.0.1:{port}")
-                time.sleep(0.05)
+        wait_until_listening(process, port, "server-everything")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

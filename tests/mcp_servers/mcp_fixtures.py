@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).parent
 TINY_SERVER = HERE / "tiny_server.py"
@@ -76,3 +80,17 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def wait_until_listening(process: subprocess.Popen[bytes], port: int, what: str) -> None:
+    """Returns once `process` accepts connections on 127.0.0.1:`port`; fails the test when it
+    exits first or does not listen within 30 s."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"{what} did not listen on 127.0.0.1:{port}")
+            time.sleep(0.05)

@@ -4,7 +4,6 @@ never called); an `httpx2.Auth` signs every request, also one that answers a 401
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from collections.abc import Generator, Iterator
 import httpx2
 import pytest
 
-from mcp_servers.mcp_fixtures import HERE, free_port
+from mcp_servers.mcp_fixtures import HERE, free_port, wait_until_listening
 from steadyloop import Agent
 from steadyloop.errors import ConfigError
 from steadyloop.mcp import MCPServer
@@ -32,15 +31,7 @@ def guarded_url() -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the guarded server did not listen on 127.0.0.1:{port}")
-                time.sleep(0.05)
+        wait_until_listening(process, port, "the guarded server")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
