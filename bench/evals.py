@@ -7,16 +7,14 @@ back from the log and scores it (contains, tool_called, no_tool_errors, max_turn
 Each configuration runs in a fresh process, `--rounds` times interleaved, and reports its CPU
 milliseconds per case (its own process: user + system, imports aside) and its wall time; this
 prints a JSON object with every sample, the medians and the ratio of the eval's median CPU per
-case to the batch's (the target: at most 1.2).
+case to the batch's (the target: at most 1.2). Bench S14 measures the same in one process, the
+two in turn (`bench/drivers/eval_batch.py`, which holds the agent and the cases).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -25,63 +23,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from steadyloop import Agent, AssistantMessage, ToolCall, tool
-from steadyloop.models.base import Model, ModelRequest
+sys.path.insert(0, str(Path(__file__).resolve().parent / "drivers"))
 
-CALLS = (2, 1)  # tool calls asked for by the first and second model reply; the third answers
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Adds two numbers."""
-    return a + b
-
-
-class FakeModel(Model):
-    """Asks for 2 adds, then 1, then answers with the prompt, waiting 10-50 ms a reply."""
-
-    name = "bench"
-
-    async def request(self, request: ModelRequest) -> AssistantMessage:
-        await asyncio.sleep(random.uniform(0.010, 0.050))
-        turn = sum(isinstance(m, AssistantMessage) for m in request.messages)
-        if turn >= len(CALLS):
-            return AssistantMessage(f"done: {request.messages[0].text}")  # type: ignore[union-attr]
-        return AssistantMessage(
-            tool_calls=tuple(
-                ToolCall(f"c{turn}-{n}", "add", '{"a": 1, "b": 2}') for n in range(CALLS[turn])
-            )
-        )
-
-
-def make_agent() -> Agent:
-    return Agent(FakeModel(), tools=[add])
-
-
-def cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+from eval_batch import eval_or_batch
 
 
 def one(config: str, cases: int, folder: Path) -> dict[str, Any]:
     """Runs one configuration in this process and measures it."""
-    rows = [{"id": f"c{i}", "prompt": f"case {i}"} for i in range(cases)]
-    store = folder / "runs.db"
-    from steadyloop.batch import run_batch
-    from steadyloop.evals import Contains, MaxTurns, NoToolErrors, ToolCalled, evaluate
+    import steadyloop.batch
+    import steadyloop.evals  # noqa: F401 - imports aside: both pay them once
 
-    before, started = cpu(), time.monotonic()  # imports aside: both pay them once
-    if config == "batch":
-        run_batch(make_agent, rows, out=folder / "out.jsonl", store=store, batch="b")
-    else:
-        dataset = [{"id": r["id"], "input": r["prompt"], "expected": r["prompt"]} for r in rows]
-        report = evaluate(make_agent, dataset, [Contains(), ToolCalled("add"), NoToolErrors(),
-                          MaxTurns(5)], name="e", store=store)  # fmt: skip
-        assert report.pass_rate == 1.0, report.render()
+    started = time.monotonic()
+    cpu = eval_or_batch(config, cases, folder)
     return {
         "config": config,
         "cases": cases,
-        "cpu_ms_per_case": (cpu() - before) * 1000 / cases,
+        "cpu_ms_per_case": cpu,
         "wall_s": time.monotonic() - started,
     }
 

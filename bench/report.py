@@ -28,10 +28,70 @@ class Row:
 FEATURE_LABELS = (
     ("output", "typed answer"),
     ("deps", "dependencies"),
-    ("approvals", "approval gate (approved)"),
+    ("approvals", "approval gate, sync approver"),
+    ("approvals_async", "approval gate, async approver"),
     ("store", "SQLite run log"),
     ("all", "all four"),
 )
+
+# S14's configurations (bench/drivers/features.py), each timed per turn.
+FEATURES_THIS_ROUND = (
+    ("none", "no feature"),
+    ("none_again", "no feature, a second agent just like the first"),
+    ("plain_idle", "a plain tool `ask` among the tools, never called"),
+    ("subagent_idle", "a sub-agent `ask` among the tools, never called"),
+    ("fallback_idle", "Fallback whose first model answers"),
+    ("mcp_specs_plain", "the MCP server's tool specs as plain tools, not called"),
+    ("mcp_idle", "a stdio MCP server connected, its tools not called"),
+    ("session_idle_base", "run log without sessions, no session="),
+    ("session_idle", "run log holding a session, no session="),
+    ("limits", "per-tool and per-run call limits, never reached"),
+    ("child_direct", "3 calls a turn to a tool answering as a child would"),
+    ("child_by_hand", "3 calls a turn to a tool running a child agent"),
+    ("subagent", "3 calls a turn to a sub-agent (`as_tool`)"),
+    ("fallback_by_hand", "first model down, second asked by hand"),
+    ("fallback", "first model down, Fallback moving on"),
+    ("history_by_hand", "run log, 2nd run of a pair given the 1st as history="),
+    ("session", "run log, 2nd run of a pair continuing it with session="),
+    ("openai", "OpenAI Chat adapter through its SDK"),
+    ("google", "Gemini adapter through its SDK"),
+)
+
+# S14's ratios: the figure, its label, its target (None: shown, not judged), the two figures it
+# divides and what the second is called. Unused: about 1.0x (DESIGN.md §8), read as <= 1.05x.
+# Used: DESIGN.md's or the feature's own target where one is stated (Gemini, a session's run
+# 100, an eval), else the rule for a feature in use (S10's, <= 1.2x the same without it).
+UNUSED = 1.05
+FEATURE_RATIOS: tuple[tuple[str, str, float | None, str, str, str, str], ...] = (
+    ("same_ratio", "noise: S1's agent / another just like it (what about 1.0x means here)", None,
+     "per_turn_us_none_again", "per_turn_us_none", "us", "the first"),
+    ("subagent_idle_ratio", "sub-agent unused: in the tools, never called / a plain tool there",
+     UNUSED, "per_turn_us_subagent_idle", "per_turn_us_plain_idle", "us", "plain"),
+    ("fallback_idle_ratio", "Fallback unused: its first model answers / that model alone", UNUSED,
+     "per_turn_us_fallback_idle", "per_turn_us_none", "us", "alone"),
+    ("mcp_idle_ratio", "MCP server unused: connected, tools not called / its specs as plain tools",
+     UNUSED, "per_turn_us_mcp_idle", "per_turn_us_mcp_specs_plain", "us", "plain"),
+    ("session_idle_ratio", "sessions unused: a log holding a session / a log without", UNUSED,
+     "per_turn_us_session_idle", "per_turn_us_session_idle_base", "us", "without"),
+    ("subagent_ratio", "sub-agent calls / a tool running the child by hand", 1.2,
+     "per_turn_us_subagent", "per_turn_us_child_by_hand", "us", "by hand"),
+    ("subagent_direct_ratio", "sub-agent calls / a tool answering as the child would", None,
+     "per_turn_us_subagent", "per_turn_us_child_direct", "us", "direct"),
+    ("limits_ratio", "per-tool limits, every call counted / no limits", 1.2,
+     "per_turn_us_limits", "per_turn_us_none", "us", "none"),
+    ("fallback_ratio", "Fallback moving on / the same by hand", 1.2,
+     "per_turn_us_fallback", "per_turn_us_fallback_by_hand", "us", "by hand"),
+    ("session_ratio", "session continued / the same history given by hand", 1.2,
+     "per_turn_us_session", "per_turn_us_history_by_hand", "us", "by hand"),
+    ("google_ratio", "Gemini adapter / OpenAI Chat adapter, per turn", 1.2,
+     "per_turn_us_google", "per_turn_us_openai", "us", "OpenAI"),
+    ("session_growth_own_ratio", "session of 100 runs: run 100 / run 1, own time", 1.2,
+     "session_growth_run_n_ms", "session_growth_run_1_ms", "ms", "run 1"),
+    ("session_growth_flat_ratio", "session of 100 runs: runs 91-100 / runs 11-20, own time",
+     None, "", "", "ms", ""),
+    ("eval_ratio", "eval / batch of the same runs, CPU per case", 1.2,
+     "eval_cpu_ms_eval", "eval_cpu_ms_batch", "ms", "batch"),
+)  # fmt: skip
 
 ROWS = (
     Row("S1 per turn, async tool", "S1", "per_turn_us_async", "us"),
@@ -136,6 +196,20 @@ ROWS = (
         )
     ),
     Row(
+        "S10 a thread hop per turn (asyncio.to_thread of a no-op, in the run)",
+        "S10",
+        "thread_hop_us",
+        "us",
+        ratios=False,
+    ),
+    Row(
+        "S10 sync approver's added cost / thread hop",
+        "S10",
+        "approvals_hop_ratio",
+        "x",
+        ratios=False,
+    ),
+    Row(
         "S10 concurrent runs, CPU per run, features off",
         "S10",
         "concurrent_cpu_ms_none",
@@ -150,6 +224,34 @@ ROWS = (
         ratios=False,
     ),
     Row("S10 concurrent runs, all on / off", "S10", "concurrent_ratio_all", "x", ratios=False),
+    *(
+        Row(f"S14 per turn, {label}", "S14", f"per_turn_us_{key}", "us", ratios=False)
+        for key, label in FEATURES_THIS_ROUND
+    ),
+    *(Row(f"S14 {label}", "S14", key, "x", ratios=False) for key, label, *_ in FEATURE_RATIOS),
+    Row(
+        "S14 session of 100 runs: run 1, steadyloop's own time",
+        "S14",
+        "session_growth_run_1_ms",
+        "ms",
+        ratios=False,
+    ),
+    Row(
+        "S14 session of 100 runs: run 100, steadyloop's own time",
+        "S14",
+        "session_growth_run_n_ms",
+        "ms",
+        ratios=False,
+    ),
+    Row("S14 eval, CPU per case", "S14", "eval_cpu_ms_eval", "ms", ratios=False),
+    Row("S14 batch of the same runs, CPU per case", "S14", "eval_cpu_ms_batch", "ms", ratios=False),
+    Row(
+        "S14 eval, Gemini, sub-agent and MCP modules a plain run loads",
+        "S14",
+        "idle_modules_loaded",
+        "n",
+        ratios=False,
+    ),
     *(
         row
         for provider, name in (
@@ -254,6 +356,8 @@ def fmt(value: float, unit: str, with_unit: bool = True, scale: float | None = N
         number, suffix = (f"{value:.1f}" if value < 100 else f"{value:.0f}"), "ms"
     elif unit == "MB":
         number, suffix = f"{value:.0f}", "MB"
+    elif unit == "n":  # a count
+        return f"{value:.0f}"
     else:
         number, suffix = f"{value:.2f}", "×"
     if not with_unit:
@@ -280,6 +384,18 @@ def targets(results: dict[str, Any]) -> list[str]:
             "S1 per turn, async tool, no log ≤ 1.7× the bare loop",
             f"×{turn / bare:.2f} ({fmt(turn, 'us')}; bare {fmt(bare, 'us')})",
             turn <= 1.7 * bare,
+        )
+    peers = {
+        lib: cost
+        for lib in results["libraries"]
+        if lib not in ("bare", sl) and (cost := median(results, lib, rows["per_turn_us_async"]))
+    }
+    if turn is not None and peers:
+        best = min(peers, key=peers.__getitem__)
+        check(
+            "S1 per turn, async tool ≥ 20× below the best peer's (what 1.7× bare stands for)",
+            f"×{peers[best] / turn:.0f} below {best} ({fmt(peers[best], 'us')})",
+            peers[best] >= 20 * turn,
         )
     extra = median(results, sl, rows["per_extra_call_us_async"])
     if extra is not None:
@@ -332,6 +448,7 @@ class RatioTarget:
     floor: str | None = None
     unit: str = "us"
     against: str = "floor"  # what the figure below it is called
+    shown: str = "x"  # the unit of the figure itself
 
 
 RATIO_TARGETS = (
@@ -393,9 +510,39 @@ RATIO_TARGETS = (
             ("output", "S10 typed answer on ≤ 1.2× off", 1.2),
             ("deps", "S10 dependencies on ≤ 1.2× off", 1.2),
             ("approvals", "S10 approval gate, a sync approver approving, ≤ 2× off", 2.0),
+            ("approvals_async", "S10 approval gate, an async approver approving, ≤ 1.2× off", 1.2),
             ("store", "S10 SQLite run log on / off (its target: S6's floor)", None),
             ("all", "S10 all four on / off (the log's target: S6's floor)", None),
         )
+    ),
+    RatioTarget(
+        "S10",
+        "approvals_hop_ratio",
+        "S10 a sync approver's added cost per turn / one thread hop (its floor: one per turn)",
+        None,
+        "approvals_added_us",
+        "thread_hop_us",
+    ),
+    *(
+        RatioTarget(
+            "S14",
+            key,
+            f"S14 {label} "
+            + ("≈ 1.0× (≤ 1.05×)" if limit == UNUSED else f"≤ {limit}×" if limit else "(shown)"),
+            limit,
+            ours or None,
+            floor or None,
+            unit,
+            against,
+        )
+        for key, label, limit, ours, floor, unit, against in FEATURE_RATIOS
+    ),
+    RatioTarget(
+        "S14",
+        "idle_modules_loaded",
+        "S14 eval, Gemini, sub-agent and MCP modules a plain run loads = 0",
+        0,
+        shown="n",
     ),
     *(
         RatioTarget(
@@ -426,7 +573,7 @@ def _ratio_targets(results: dict[str, Any]) -> list[str]:
             lines.append(f"| {target.text} | {found['na']} | n/a |")
             continue
         figures = measured[target.scenario]
-        shown = fmt(found["median"], "x")
+        shown = fmt(found["median"], target.shown)
         ours, floor = (figures.get(k) if k else None for k in (target.ours, target.floor))
         if isinstance(ours, dict) and isinstance(floor, dict):
             shown += (

@@ -157,7 +157,7 @@ def run_library(lib: envs.Library, python: Path, args: argparse.Namespace) -> di
     seconds: dict[str, float] = {}
     scenarios = [*PER_PROCESS, "S3"]
     if lib.name == "steadyloop":
-        scenarios += ["S6", "S7", "S9", "S10", "S13"]
+        scenarios += ["S6", "S7", "S9", "S10", "S13", "S14"]
     for scenario in scenarios:
         output = run_driver(python, driver, scenario, flags)
         seconds[scenario] = output["seconds"]

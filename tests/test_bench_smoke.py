@@ -141,10 +141,38 @@ def test_features_scenario_measures_each_feature_on_against_off(
     results: tuple[dict[str, Any], Path],
 ) -> None:
     s10 = results[0]["libraries"]["steadyloop"]["S10"]
-    for feature in ("output", "deps", "approvals", "store", "all"):
+    for feature in ("output", "deps", "approvals", "approvals_async", "store", "all"):
         assert s10[f"per_turn_us_{feature}"]["median"] > 0
         assert s10[f"ratio_{feature}"]["n"] == s10["per_turn_us_none"]["n"]
     assert s10["concurrent_ratio_all"]["median"] > 0
+    # a sync approver's added cost beside its floor, a thread hop, timed in the same rounds
+    assert s10["approvals_hop_ratio"]["n"] == s10["thread_hop_us"]["n"] == s10["ratio_deps"]["n"]
+
+
+def test_this_rounds_features_are_measured_unused_and_used(
+    results: tuple[dict[str, Any], Path],
+) -> None:
+    data, out = results
+    s14 = data["libraries"]["steadyloop"]["S14"]
+    for feature in ("subagent_idle", "fallback_idle", "session_idle"):
+        assert s14[f"{feature}_ratio"]["median"] > 0, feature
+    if shutil.which("node") is not None:
+        assert s14["mcp_idle_ratio"]["median"] > 0
+    for feature in ("subagent", "subagent_direct", "limits", "fallback", "session", "google"):
+        assert s14[f"{feature}_ratio"]["median"] > 0, feature
+    # a ratio divides two figures timed in the same rounds
+    assert s14["session_ratio"]["n"] == s14["per_turn_us_session"]["n"]
+    # a sub-agent call runs a whole child run: it costs more than a tool that only answers
+    assert s14["per_turn_us_subagent"]["median"] > s14["per_turn_us_child_direct"]["median"]
+    assert s14["eval_ratio"]["median"] > 0
+    assert s14["session_growth_own_ratio"]["median"] > 0
+    assert s14["idle_modules_loaded"]["median"] == len(s14["idle_modules"]) == 0
+    targets = [line for line in (out / "latest.md").read_text().splitlines() if "| S14 " in line]
+    unused = [line for line in targets if "≈ 1.0× (≤ 1.05×)" in line]  # noqa: RUF001
+    assert len(unused) == (4 if shutil.which("node") is not None else 3), unused
+    gemini = "| S14 Gemini adapter / OpenAI Chat adapter, per turn ≤ 1.2× |"  # noqa: RUF001
+    assert any(line.startswith(gemini) for line in targets)
+    assert any("eval / batch of the same runs, CPU per case ≤ 1.2×" in line for line in targets)  # noqa: RUF001
 
 
 def test_table_lists_figures_and_targets(results: tuple[dict[str, Any], Path]) -> None:
@@ -160,7 +188,7 @@ def test_every_target_is_judged_beside_its_floor(results: tuple[dict[str, Any], 
     data, out = results
     table = (out / "latest.md").read_text()
     targets = [line for line in table.splitlines() if line.startswith("| S") and "≤" in line]
-    for scenario in ("S1", "S2", "S3", "S4", "S5", "S6", "S10", "S13"):
+    for scenario in ("S1", "S2", "S3", "S4", "S5", "S6", "S10", "S13", "S14"):
         assert any(line.startswith(f"| {scenario} ") for line in targets), scenario
     for line in targets:
         assert line.endswith(("| pass |", "| **miss** |", "| n/a |", "| \u2013 |")), line

@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "retry": 1,
     "effects": 1,
     "approvals": 1,
+    "approver_thread": 1,
     "toolchanges": 1,
     "offer": 1,
     "unanswered": 1,

@@ -10,6 +10,8 @@ S3's concurrent runs with all of them against none.
 S9 (steadyloop only) times an agent's first model call with one stdio MCP server against the
 official SDK's minimal client listing the same server's tools (`mcp_probe.py`), fresh
 interpreters in turn; "n/a" without Node.js.
+S14 (steadyloop only) measures this round's features (sessions, sub-agents, per-tool limits,
+fallback models, MCP, the Gemini adapter, evals), each unused and used (`features.py`).
 """
 
 from __future__ import annotations
@@ -433,11 +435,33 @@ class AnsweringModel(BenchModel):
         return AssistantMessage(tool_calls=(ToolCall("final", "final_answer", answer),))
 
 
+class HoppingModel(AnsweringModel):
+    """`AnsweringModel`, but each reply with tool calls first takes one `asyncio.to_thread`
+    round trip of a no-op: the floor of a sync approver's cost, one thread hop per turn."""
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        reply = await super().request(request)
+        if reply.tool_calls:
+            await asyncio.to_thread(_nothing)
+        return reply
+
+
+def _nothing() -> None:
+    """What `HoppingModel` runs in the thread."""
+
+
 def approve_all(call: PendingCall, ctx: RunContext[Shop]) -> Approve:
+    """A sync approver: asked in a worker thread, one visit of it per turn with gated calls."""
+    return Approve()
+
+
+async def approve_all_async(call: PendingCall, ctx: RunContext[Shop]) -> Approve:
+    """An async approver: asked on the event loop, no thread."""
     return Approve()
 
 
 FEATURES = ("output", "deps", "approvals", "store")
+APPROVERS = {"approvals": approve_all, "approvals_async": approve_all_async}
 
 
 class FeaturesRunner:
@@ -446,15 +470,16 @@ class FeaturesRunner:
     def __init__(self, plan: common.Plan, features: tuple[str, ...], folder: Path) -> None:
         uses_deps = "deps" in features
         function = add_in_shop if uses_deps else plan.function
-        gated = tool(function, approve="approvals" in features)
+        approver = next((APPROVERS[f] for f in features if f in APPROVERS), None)
+        gated = tool(function, approve=approver is not None)
         self.output = Answer if "output" in features else None
         self.deps = Shop() if uses_deps else None
         store = folder / f"{'-'.join(features)}.sqlite3" if "store" in features else None
         self.agent: Agent[Any] = Agent(
-            AnsweringModel(),
+            HoppingModel() if "hop" in features else AnsweringModel(),
             tools=[gated],
             limits=Limits(max_turns=plan.turns + 1, max_context_tokens=10_000_000),
-            approver=approve_all if "approvals" in features else None,
+            approver=approver,
             store=store,
         )
 
@@ -473,10 +498,19 @@ class FeaturesRunner:
 def s10(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
     """The production features, each in use against none: S1's async run per turn, in blocks
     of ten runs alternating configuration by configuration (a block with the run log ends with
-    it flushed), and S3's concurrent runs in CPU per run, with all of them against none."""
+    it flushed), and S3's concurrent runs in CPU per run, with all of them against none. The
+    approval gate is timed with a sync approver and with an async one, beside the floor of the
+    sync one's cost, a thread hop per turn: the run with none whose model takes one
+    `asyncio.to_thread` round trip of a no-op per turn with calls, against the run with none."""
     plan = common.Plan(turns=20, calls=3, is_async=True)
     block = 2 if settings.quick else 10
-    configurations = {"none": (), **{f: (f,) for f in FEATURES}, "all": FEATURES}
+    configurations = {
+        "none": (),
+        **{f: (f,) for f in FEATURES},
+        "approvals_async": ("approvals_async",),
+        "all": FEATURES,
+        "hop": ("hop",),  # none, but a thread hop per turn: a sync approver's floor
+    }
     with tempfile.TemporaryDirectory() as folder:
         runners = {
             name: FeaturesRunner(plan, features, Path(folder))
@@ -504,6 +538,11 @@ def s10(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
             asyncio.run(runner.agent.aclose())
     off = samples["none"]
     figures: dict[str, Any] = {"per_turn_us_none": common.spread(off)}
+    hop = [b - a for a, b in zip(off, samples.pop("hop"), strict=True)]
+    added = [b - a for a, b in zip(off, samples["approvals"], strict=True)]
+    figures["thread_hop_us"] = common.spread(hop)
+    figures["approvals_added_us"] = common.spread(added)
+    figures["approvals_hop_ratio"] = common.spread([a / h for a, h in zip(added, hop, strict=True)])
     for name, values in samples.items():
         if name != "none":
             figures[f"per_turn_us_{name}"] = common.spread(values)
@@ -602,7 +641,15 @@ def s9(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
     }
 
 
+def s14(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
+    """This round's features, each unused and used (bench/drivers/features.py)."""
+    import features  # only S14's process loads it (and the SDKs it needs), not the others'
+
+    return features.s14(driver, settings)
+
+
 if __name__ == "__main__":
     common.main(
-        SteadyloopDriver(), {"S6": s6, "S7": s7, "S9": s9, "S10": s10, "S13": cli_start.s13}
+        SteadyloopDriver(),
+        {"S6": s6, "S7": s7, "S9": s9, "S10": s10, "S13": cli_start.s13, "S14": s14},
     )

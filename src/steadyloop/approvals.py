@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from steadyloop import texts
+from steadyloop.approver_thread import ApproverThread
 from steadyloop.effects import Effects, Proceed, ToolInvocation
 from steadyloop.errors import ConfigError
 from steadyloop.events import CallDecided, Event, ToolCallFinished
@@ -77,6 +78,8 @@ class Defer:
 
 
 Decision: TypeAlias = Approve | Deny | Edit | Defer
+_DECISIONS = (Approve, Deny, Edit, Defer)  # tuples: `isinstance` reads them faster than unions
+_RUNS = (Approve, Edit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +129,9 @@ class Approvals(Effects):
     """The approval hook of one run.
 
     `decided` holds decisions already made (by call id) for calls this run will answer;
-    others are asked of `approver`, one question at a time (a sync approver runs in a thread,
-    so a person taking their time holds up nothing else). Deferred calls collect in `pending`.
+    others are asked of `approver`, one question at a time, in call order: an async approver on
+    the loop, a sync one in a worker thread, a turn's questions in one visit
+    (`steadyloop.approver_thread`). Deferred calls collect in `pending`.
     `commit` (the run log's write-ahead point, when the run has one) makes a decision to run a
     call durable before the call starts: a process killed after the call's effect then finds
     the call approved and unfinished (answered "interrupted", or run again if idempotent),
@@ -143,11 +147,18 @@ class Approvals(Effects):
         commit: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._approver = approver
+        self._async = approver if inspect.iscoroutinefunction(approver) else None
         self._decided = dict(decided)
         self._context = context
         self._notify = notify
         self._commit = commit
-        self._asking = asyncio.Lock()
+        self._asking = asyncio.Lock()  # an async approver's questions, one at a time
+        # A sync approver's questions, asked in a worker thread a turn at a time.
+        self._threaded = (
+            ApproverThread(approver, _DECISIONS)
+            if approver is not None and self._async is None
+            else None
+        )
         self.pending: list[PendingCall] = []
 
     def pause(self, answers: Mapping[str, ToolResult], turns: int) -> Pause | None:
@@ -170,8 +181,9 @@ class Approvals(Effects):
                 return await proceed()
             pending = PendingCall(model_call.id, tool.name, arguments, call.run_id)
             decision = await self._ask(pending, call)
-        self._emit(_decided(model_call, decision, arguments))
-        if isinstance(decision, Approve | Edit) and self._commit is not None:
+        if self._notify is not None:
+            self._notify(_decided(model_call, decision, arguments))
+        if self._commit is not None and isinstance(decision, _RUNS):
             await self._commit()  # the decision is in the log before the call can take effect
         if isinstance(decision, Approve):
             return await proceed()
@@ -186,23 +198,21 @@ class Approvals(Effects):
         return AwaitingApproval(model_call, waiting, waiting.content, 0.0, 0)
 
     async def _ask(self, pending: PendingCall, call: ToolInvocation) -> Decision:
+        """The approver's decision on one call: asked on the loop (an async approver) or queued
+        for the worker thread's next visit (a sync one)."""
         approver = self._approver
         if approver is None:
             return Defer()
-        async with self._asking:
-            context = self._context(call.call)
-            if inspect.iscoroutinefunction(approver):
-                decision = await approver(pending, context)
-            else:
-                decision = await asyncio.to_thread(approver, pending, context)
-                if inspect.isawaitable(decision):
-                    decision = await decision
-        if not isinstance(decision, Approve | Deny | Edit | Defer):
-            raise ConfigError(
-                f"the approver returned {decision!r} for call {pending.call_id}: return "
-                "Approve(), Deny(reason), Edit(arguments) or Defer()"
-            )
-        return decision
+        if self._async is not None:
+            asking = self._asking
+            await asking.acquire()  # not `async with`: two coroutines fewer per question
+            try:
+                decision = await self._async(pending, self._context(call.call))
+            finally:
+                asking.release()
+            return _checked(decision, pending)
+        assert self._threaded is not None
+        return _checked(await self._threaded.ask(pending, self._context(call.call)), pending)
 
     def _emit(self, event: Event) -> None:
         if self._notify is not None:
@@ -273,6 +283,16 @@ def check_decisions(pending: Sequence[PendingCall], decisions: Decisions) -> dic
 def _same_call(key: PendingCall, call: PendingCall) -> bool:
     """The same tool with the same arguments (whichever run the key names)."""
     return key.name == call.name and dict(key.arguments) == dict(call.arguments)
+
+
+def _checked(decision: object, pending: PendingCall) -> Decision:
+    """The approver's decision, or `ConfigError` saying what it should have returned."""
+    if not isinstance(decision, _DECISIONS):
+        raise ConfigError(
+            f"the approver returned {decision!r} for call {pending.call_id}: return "
+            "Approve(), Deny(reason), Edit(arguments) or Defer()"
+        )
+    return decision
 
 
 def _decided(call: ToolCall, decision: Decision, arguments: Mapping[str, Any]) -> CallDecided:

@@ -32,6 +32,8 @@ class Toolbox:
         self._tools = tuple(tools)
         self._toolsets = tuple(toolsets)
         self._threads = ToolThreads()
+        # The last dispatcher made without tracing or a typed answer, by what it was made of:
+        # the next run with the same settings and the same tools listed gets it again.
         self._plain: tuple[tuple[Any, ...], Dispatcher] | None = None
 
     async def dispatcher(
@@ -47,15 +49,18 @@ class Toolbox:
     ) -> tuple[Dispatcher, ToolWatch | None]:
         """`dispatcher`, and what the run offers from each toolset, to see their tools change
         (None without toolsets)."""
-        plain = not self._toolsets and tracing is None and answer is None
-        key = (config.effects, config.tool_timeout, config.max_tool_output, config.backoff)
-        if plain and self._plain is not None and self._plain[0] == key:
-            return self._plain[1], None
+        plain = tracing is None and answer is None
+        key: tuple[Any, ...] = (
+            config.effects, config.tool_timeout, config.max_tool_output, config.backoff
+        )  # fmt: skip
         listings: tuple[Listing, ...] = ()
         if self._toolsets:  # imported only by agents that have toolsets
-            from steadyloop.toolchanges import list_toolsets
+            from steadyloop.toolchanges import ToolWatch, list_toolsets
 
             listings = await list_toolsets(self._toolsets)
+            key += tuple(tool for listing in listings for tool in listing.tools)
+        if plain and self._plain is not None and self._plain[0] == key:
+            return self._plain[1], ToolWatch(listings) if listings else None
         tools = (*self._tools, *(tool for listing in listings for tool in listing.tools))
         tools = tools if answer is None else (*tools, answer)
         check_unique_names(tools)
@@ -70,11 +75,7 @@ class Toolbox:
         )
         if plain:
             self._plain = (key, dispatcher)
-        if not listings:
-            return dispatcher, None
-        from steadyloop.toolchanges import ToolWatch
-
-        return dispatcher, ToolWatch(listings)
+        return dispatcher, ToolWatch(listings) if listings else None
 
     async def aclose(self) -> None:
         """Stops the toolsets (MCP servers) and the threads of sync tools."""

@@ -37,7 +37,10 @@ async def list_toolsets(toolsets: Sequence[Toolset]) -> tuple[Listing, ...]:
     """Each toolset's tools (starting it if needed), with the revision read before listing: a
     change said while the list is on its way is listed again at the next check."""
     revisions = [toolset.revision for toolset in toolsets]
-    started = await asyncio.gather(*(toolset.tools() for toolset in toolsets))
+    if len(toolsets) == 1:  # nothing to start alongside: no task for it
+        started = [await toolsets[0].tools()]
+    else:
+        started = await asyncio.gather(*(toolset.tools() for toolset in toolsets))
     return tuple(
         Listing(toolset, revision, tuple(tools))
         for toolset, revision, tools in zip(toolsets, revisions, started, strict=True)

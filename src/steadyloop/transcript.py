@@ -31,6 +31,7 @@ class Transcript:
         "_call_ids",
         "_conversation",
         "_entries",
+        "_entries_read",
         "_estimate",
         "_reported",
         "_since_report",
@@ -41,6 +42,9 @@ class Transcript:
     def __init__(self, history: Iterable[Message], estimate: TokenEstimator) -> None:
         self._estimate = estimate
         self._entries: list[Message] = []
+        # `entries` as last read, until the next append: every call of a turn that takes a
+        # `RunContext` (or waits for a decision) reads it, and a copy each would add up.
+        self._entries_read: tuple[Message, ...] | None = None
         self._conversation: list[Message] = []
         self._summary: Summary | None = None
         self._call_ids: set[str] = set()
@@ -53,7 +57,10 @@ class Transcript:
     @property
     def entries(self) -> tuple[Message, ...]:
         """Everything, in order: history, this run's messages and any summaries."""
-        return tuple(self._entries)
+        read = self._entries_read
+        if read is None:
+            read = self._entries_read = tuple(self._entries)
+        return read
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -61,6 +68,7 @@ class Transcript:
     def append(self, message: Message) -> None:
         """Adds one entry; a `Summary` changes the view, anything else extends it."""
         self._entries.append(message)
+        self._entries_read = None
         if isinstance(message, Summary):
             self._apply_summary(message)
             return

@@ -47,7 +47,17 @@ def entry() -> None:
     A sync tool that timed out or was interrupted keeps its thread until it returns (threads
     cannot be killed); the interpreter would wait for it at exit, so a hung tool would hang the
     command after its answer was printed.
+
+    The command line's own modules are loaded first and the objects they made are frozen out
+    of the cyclic collector's reach (`gc.freeze`): they live as long as the process, and each
+    collection while the provider's SDK loads and the run goes on would walk them all again.
+    Only this script does it, never `main` (a program calling it keeps its collector as it is).
     """
+    import gc
+
+    import steadyloop.cli.app  # noqa: F401  (the commands, loaded before the freeze)
+
+    gc.freeze()
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
