@@ -4,14 +4,15 @@ Each floor is the bare loop (`bare_driver.bare_loop`'s twenty lines) doing the s
 steadyloop's feature by talking to the library underneath directly:
 
 - S6: a plain `sqlite3` connection with the run log's pragmas (WAL, `synchronous=NORMAL`, no
-  automatic checkpoint; a passive checkpoint every 1,000 rows) commits, on the loop's own thread,
-  the very rows steadyloop's log committed for the same run, in the same transactions, at the
-  same points: the run's start, each reply before its calls start, each turn's results before
-  the model reads them (the last reply's transaction also finishes the run). The rows are
-  recorded once from a logged steadyloop run (`record_log_transactions`) and replayed with a
-  fresh run id. The rows' JSON columns (an event's data, a run's config and usage) are kept as
-  the values they encode and written as JSON text at each commit, with the encoder the log uses,
-  as any program logging what happened must; turning steadyloop's own objects into those
+  automatic checkpoint; a passive checkpoint once 400 commits or 5,000 rows went in) commits, on
+  the loop's own thread, the very rows steadyloop's log committed for the same run, in the same
+  transactions, at the same points: the run's start, each reply before its calls start, each
+  turn's results before the model reads them (the last reply's transaction also finishes the
+  run). The rows are recorded once from a logged steadyloop run (`record_log_transactions`) and
+  replayed with a fresh run id. The rows' JSON columns (an event's data, a run's config and
+  usage) are kept as the values they encode and written as JSON text at each commit with the
+  `json` module's encoder (the log's for what it does not write as text directly), as any
+  program logging what happened must; turning steadyloop's own objects into those
   values (`to_dict`) is left out of the floor: that is part of what it judges.
 - S7: the OpenTelemetry SDK makes the same spans with the same attributes (recorded once from a
   traced steadyloop run): `invoke_agent` around the run, a `chat` span around each model call
@@ -43,11 +44,13 @@ Transaction = list[tuple[str, list[Sequence[Any]]]]
 Replayed = list[tuple[str, tuple[int, ...], list[Sequence[Any]]]]
 Message = dict[str, Any]
 
-# As the run log's background thread does: a passive checkpoint once this many rows went in.
-CHECKPOINT_ROWS = 1000
+# As the run log's background thread does: a passive checkpoint once this many commits or rows
+# went in since the last.
+CHECKPOINT_COMMITS = 400
+CHECKPOINT_ROWS = 5000
 
-# The run log's JSON encoder (`steadyloop.store.recording`): `json.dumps` without its check for
-# reference cycles.
+# The run log's general JSON encoder (`steadyloop.store.recording`): `json.dumps` without its
+# check for reference cycles.
 _dumps = json.JSONEncoder(check_circular=False).encode
 
 
@@ -163,6 +166,7 @@ class SqliteFloor:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA wal_autocheckpoint=0")
         self._checkpointed = 0
+        self._commits = 0
         self._next = 0
         self._replay: list[Replayed] = []
 
@@ -174,9 +178,12 @@ class SqliteFloor:
             self.db.executemany(sql, rows)
         self.db.execute("COMMIT")
         self._next += 1
-        if self.db.total_changes - self._checkpointed >= CHECKPOINT_ROWS:
+        self._commits += 1
+        rows = self.db.total_changes - self._checkpointed
+        if rows >= CHECKPOINT_ROWS or self._commits >= CHECKPOINT_COMMITS:
             self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
             self._checkpointed = self.db.total_changes
+            self._commits = 0
 
     async def run(self) -> str:
         fresh = uuid.uuid4().hex

@@ -11,9 +11,11 @@ replayed or retried cannot corrupt a log.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from steadyloop.events import (
@@ -68,6 +70,7 @@ __all__ = [
     "RunRow",
     "StatusRow",
     "event_data",
+    "event_text",
     "next_seqs",
     "recorder",
 ]
@@ -117,8 +120,8 @@ class EventRow:
     event: Event
 
     def values(self) -> tuple[Any, ...]:
-        kind, data = event_data(self.event)
-        return (self.run_id, self.seq, self.at, kind, _dumps(data))
+        kind, text = event_text(self.event)
+        return (self.run_id, self.seq, self.at, kind, text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +235,115 @@ def next_seqs(events: Sequence[LoggedEvent]) -> tuple[int, dict[str, int]]:
             next_seq = max(next_seq, event.seq + 1 + len(reply.tool_calls))
             break
     return next_seq, slots
+
+
+def event_text(event: Event) -> tuple[EventKind, str]:
+    """The (kind, JSON text) logged for an event: its `event_data` as JSON. The events every turn
+    makes (a model request, its reply, each call's answer) are written as text directly: the
+    very text, without building the data and walking it, which costs several times as much;
+    anything out of the ordinary (a sub-agent's usage, images, reasoning...) goes the general
+    way."""
+    kind = type(event)
+    text: str | None = None
+    try:
+        if kind is ToolCallFinished:
+            text = _finished_text(event)  # type: ignore[arg-type]
+        elif kind is MessageAdded:
+            text = _message_text(event)  # type: ignore[arg-type]
+        elif kind is ModelRequestStarted:
+            text = _request_text(event)  # type: ignore[arg-type]
+    except TypeError:  # a field of a type its JSON is not written for here (a str that is not)
+        text = None
+    if text is not None:
+        return _FAST_KINDS[kind], text
+    name, data = event_data(event)
+    return name, _dumps(data)
+
+
+# A str as JSON text, as `_dumps` writes it (a TypeError for anything else).
+_quote = encode_basestring_ascii
+_JSON_BOOL = {True: "true", False: "false"}
+_FAST_KINDS: dict[type, EventKind] = {
+    ToolCallFinished: "tool_finished",
+    MessageAdded: "message",
+    ModelRequestStarted: "model_request",
+}
+
+
+def _finished_text(event: ToolCallFinished) -> str | None:
+    """`ToolFinishedData` as JSON text; None when it is not the usual kind (see `event_text`)."""
+    result, duration, attempts = event.result, event.duration, event.attempts
+    if (
+        event.usage is not None
+        or type(result) is not ToolResult
+        or result.images
+        or type(result.is_error) is not bool
+        or type(attempts) is not int
+        or type(duration) is not float
+        or not math.isfinite(duration)
+    ):
+        return None
+    content = "" if result.content == event.output else f', "content": {_quote(result.content)}'
+    return (
+        f'{{"call": {_call_text(event.call)}, "result": {{"type": "tool_result", '
+        f'"call_id": {_quote(result.call_id)}, "name": {_quote(result.name)}{content}, '
+        f'"is_error": {_JSON_BOOL[result.is_error]}}}, "output": {_quote(event.output)}, '
+        f'"duration": {float.__repr__(duration)}, "attempts": {attempts}}}'
+    )
+
+
+def _message_text(event: MessageAdded) -> str | None:
+    """`MessageData` as JSON text (a reply written directly, any other message the general
+    way); None when it is not the usual kind (see `event_text`)."""
+    index, message = event.index, event.message
+    if type(index) is not int:
+        return None
+    if type(message) is AssistantMessage:
+        text = _reply_text(message)
+        if text is None:
+            return None
+    else:
+        text = _dumps(message.to_dict())
+    return f'{{"index": {index}, "message": {text}}}'
+
+
+def _reply_text(reply: AssistantMessage) -> str | None:
+    """`AssistantMessage.to_dict()` as JSON text, for a reply without reasoning or the
+    provider's own form (those go the general way: None)."""
+    if reply.reasoning or reply.native is not None or reply.reasoning_text:
+        return None
+    text = f'{{"type": "assistant", "text": {_quote(reply.text)}'
+    if reply.tool_calls:
+        text += f', "tool_calls": [{", ".join(map(_call_text, reply.tool_calls))}]'
+    if reply.usage is not None:
+        text += f', "usage": {_dumps(reply.usage.to_dict())}'
+    if reply.stop_reason is not None:
+        text += f', "stop_reason": {_quote(reply.stop_reason)}'
+    if reply.response_id is not None:
+        text += f', "response_id": {_quote(reply.response_id)}'
+    if reply.model is not None:
+        text += f', "model": {_quote(reply.model)}'
+    return text + "}"
+
+
+def _call_text(call: ToolCall) -> str:
+    """`ToolCall.to_dict()` as JSON text."""
+    arguments = call.arguments
+    written = _quote(arguments) if isinstance(arguments, str) else _dumps(dict(arguments))
+    return f'{{"id": {_quote(call.id)}, "name": {_quote(call.name)}, "arguments": {written}}}'
+
+
+def _request_text(event: ModelRequestStarted) -> str | None:
+    """`ModelRequestData` as JSON text; None when a count is not an int."""
+    turn, tokens, limit, length = (
+        event.turn, event.context_tokens, event.max_context_tokens, event.view_length
+    )  # fmt: skip
+    if type(turn) is type(tokens) is type(limit) is type(length) is int:
+        return (
+            f'{{"turn": {turn}, "context_tokens": {tokens}, "max_context_tokens": {limit}, '
+            f'"view_length": {length}}}'
+        )
+    return None
 
 
 def event_data(event: Event) -> tuple[EventKind, Mapping[str, Any]]:

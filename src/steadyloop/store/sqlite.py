@@ -32,8 +32,14 @@ __all__ = ["SCHEMA_VERSION", "RunStore", "SQLiteStore"]
 
 # Seconds a connection waits for another process's write to finish before giving up.
 BUSY_SECONDS = 10.0
-# Rows written after which the background thread folds the write-ahead log into the file.
-CHECKPOINT_ROWS = 1000
+# When the background thread folds the write-ahead log into the file (a checkpoint, two fsyncs):
+# once this many commits or rows went in since the last, whichever comes first. The log grows by
+# the pages each commit changes: a few for a commit of a few rows (a run's write-ahead points),
+# about one for every five rows of a large one (`durability="batch"`), so either way it stays at a
+# few megabytes, as with SQLite's own default (1,000 pages), without folding a log of large
+# commits five times as often.
+CHECKPOINT_COMMITS = 400
+CHECKPOINT_ROWS = 5000
 # Seconds closing waits for readers in the middle of a read to let the log be folded.
 FOLD_SECONDS = 2.0
 
@@ -218,6 +224,7 @@ class _Backend:
         self._lock = lock
         self._waits = True  # opened with a busy timeout
         self._rows_since_checkpoint = 0
+        self._commits_since_checkpoint = 0
         self._changes_seen = db.total_changes
 
     def begin(self, *, wait: bool) -> bool:
@@ -264,6 +271,7 @@ class _Backend:
         self._db.execute("COMMIT")
         changes = self._db.total_changes
         self._rows_since_checkpoint += changes - self._changes_seen
+        self._commits_since_checkpoint += 1
         self._changes_seen = changes
 
     def rollback(self) -> None:
@@ -272,14 +280,18 @@ class _Backend:
                 self._db.execute("ROLLBACK")
 
     def upkeep(self) -> None:
-        """Folds the write-ahead log into the file once enough rows went in. With the writer's
-        lock held, so no commit lands meanwhile: only then does SQLite start the write-ahead
-        log over at the next commit instead of letting it grow."""
-        if self._rows_since_checkpoint < CHECKPOINT_ROWS:  # read without the lock: a hint
+        """Folds the write-ahead log into the file once enough commits or rows went in. With
+        the writer's lock held, so no commit lands meanwhile: only then does SQLite start the
+        write-ahead log over at the next commit instead of letting it grow."""
+        # Read without the lock: a hint.
+        if (
+            self._rows_since_checkpoint < CHECKPOINT_ROWS
+            and self._commits_since_checkpoint < CHECKPOINT_COMMITS
+        ):
             return
         with self._lock, contextlib.suppress(sqlite3.Error):  # a reader in the way: next time
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            self._rows_since_checkpoint = 0
+            self._rows_since_checkpoint = self._commits_since_checkpoint = 0
 
 
 class _Statements:
