@@ -1,23 +1,19 @@
 """The rows a turn writes most (a model request, its reply, each call's answer) are written as
 JSON text directly; every one is the very text the general way writes for the same event, down
-to the reply's rarer fields, images, sub-agent usage and text that is not ASCII. A batch log's
-write-ahead log stops growing too."""
+to the reply's rarer fields, images, sub-agent usage and text that is not ASCII."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from steadyloop import Agent, AssistantMessage, Image, Limits, ToolCall, ToolResult, Usage, tool
+from steadyloop import AssistantMessage, Image, ToolCall, ToolResult, Usage
 from steadyloop.events import Event, MessageAdded, ModelRequestStarted, ToolCallFinished
 from steadyloop.messages import Message, Native, Reasoning, UserMessage
-from steadyloop.store import SQLiteStore
 from steadyloop.store.recording import event_data, event_text
-from steadyloop.testing import ScriptedModel
 
 CALL = ToolCall("call_1", "add", '{"a": 1, "b": "é\\n"}')
 USAGE = Usage(input_tokens=12, output_tokens=3, cost_usd=0.25)
@@ -93,43 +89,3 @@ def test_a_field_of_an_unexpected_type_is_still_written_as_its_json() -> None:
     assert (kind, json.loads(text)) == (kind, json.loads(general(event)[1]))
     assert json.loads(text)["call"]["id"] == 7
     assert json.loads(text)["attempts"] is True
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Adds two numbers."""
-    return a + b
-
-
-def scripted_replies(turns: int) -> list[AssistantMessage | str]:
-    calls = [
-        AssistantMessage(
-            tool_calls=tuple(
-                ToolCall(f"c{turn}-{n}", "add", f'{{"a": {turn}, "b": {n}}}') for n in range(3)
-            )
-        )
-        for turn in range(turns)
-    ]
-    return [*calls, "done"]
-
-
-async def test_a_batch_logs_write_ahead_log_stops_growing(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "runs.db")
-    wal = tmp_path / "runs.db-wal"
-
-    async def runs(count: int) -> None:
-        for _ in range(count):
-            model = ScriptedModel(scripted_replies(20))
-            limits = Limits(max_turns=21)
-            agent = Agent(model, tools=[add], limits=limits, store=store, durability="batch")
-            assert (await agent.run("add")).output == "done"
-        store.flush()
-
-    try:
-        await runs(120)  # about 12,000 rows: past the first checkpoints
-        first = wal.stat().st_size
-        await runs(120)
-        assert wal.stat().st_size < 1.5 * first
-        assert len(store.runs(500)) == 240
-    finally:
-        store.close()

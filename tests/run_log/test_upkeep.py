@@ -9,7 +9,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from steadyloop import Agent, AssistantMessage, ToolCall, tool
+from steadyloop import Agent, AssistantMessage, Limits, ToolCall, tool
 from steadyloop.store import SQLiteStore
 from steadyloop.testing import ScriptedModel
 
@@ -22,14 +22,14 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
-def replies() -> list[AssistantMessage | str]:
+def replies(turns: int = TURNS) -> list[AssistantMessage | str]:
     calls = [
         AssistantMessage(
             tool_calls=tuple(
                 ToolCall(f"c{turn}-{n}", "add", f'{{"a": {turn}, "b": {n}}}') for n in range(3)
             )
         )
-        for turn in range(TURNS)
+        for turn in range(turns)
     ]
     return [*calls, "done"]
 
@@ -75,3 +75,26 @@ async def test_an_import_waits_for_another_writer_after_runs_committed(tmp_path:
     finally:
         source.close()
         target.close()
+
+
+async def test_a_batch_logs_write_ahead_log_stops_growing(tmp_path: Path) -> None:
+    """`durability="batch"` commits many rows at a time: the log is still folded back."""
+    store = SQLiteStore(tmp_path / "runs.db")
+    wal = tmp_path / "runs.db-wal"
+
+    async def runs(count: int) -> None:
+        for _ in range(count):
+            model = ScriptedModel(replies(20))
+            limits = Limits(max_turns=21)
+            agent = Agent(model, tools=[add], limits=limits, store=store, durability="batch")
+            assert (await agent.run("add")).output == "done"
+        store.flush()
+
+    try:
+        await runs(120)  # about 12,000 rows: past the first checkpoints
+        first = wal.stat().st_size
+        await runs(120)
+        assert wal.stat().st_size < 1.5 * first
+        assert len(store.runs(500)) == 240
+    finally:
+        store.close()
