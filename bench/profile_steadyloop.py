@@ -18,11 +18,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "drivers"))
 
 import common
 from steadyloop_driver import SteadyloopRunner
+
+from steadyloop import Approve, PendingCall, RunContext
 
 
 async def runs(runner: SteadyloopRunner, plan: common.Plan, count: int, together: bool) -> None:
@@ -49,13 +52,29 @@ def main() -> None:
         help="S3 instead: the runs at once, 5 turns, 10 ms model",
     )
     parser.add_argument("--store", action="store_true", help="with the SQLite run log on (S6)")
+    parser.add_argument(
+        "--traced",
+        action="store_true",
+        help="traced with the OpenTelemetry SDK to an in-memory exporter (S7)",
+    )
+    parser.add_argument(
+        "--approver",
+        choices=("sync", "async"),
+        help="every call gated, this kind of approver approving (S10)",
+    )
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
     plan = common.Plan(turns=20, calls=args.calls, is_async=not args.sync)
     if args.concurrent:
         plan = common.Plan(turns=5, calls=args.calls, is_async=not args.sync, latency=0.010)
-    options = {"store": Path(tempfile.mkdtemp()) / "runs.sqlite3"} if args.store else {}
-    runner = SteadyloopRunner(plan, **options)
+    options: dict[str, Any] = {}
+    if args.store:
+        options["store"] = Path(tempfile.mkdtemp()) / "runs.sqlite3"
+    if args.traced:
+        options["tracer_provider"] = traced_provider()
+    if args.approver is not None:
+        options["approver"] = approve_async if args.approver == "async" else approve_sync
+    runner = SteadyloopRunner(plan, gated=args.approver is not None, **options)
     asyncio.run(runs(runner, plan, 20, False))  # warm-up
     began = time.perf_counter()
     asyncio.run(runs(runner, plan, args.runs, args.concurrent))
@@ -68,6 +87,30 @@ def main() -> None:
     stats = pstats.Stats(profiler)
     stats.sort_stats("tottime").print_stats(args.top)
     stats.sort_stats("cumulative").print_stats(args.top)
+
+
+def traced_provider() -> Any:
+    """The SDK's provider exporting every span to memory, as S7 traces (emptied as it fills)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    class Forgetting(InMemorySpanExporter):
+        def export(self, spans: Any) -> Any:
+            self.clear()
+            return super().export(spans)
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(Forgetting()))
+    return provider
+
+
+def approve_sync(call: PendingCall, ctx: RunContext[Any]) -> Approve:
+    return Approve()
+
+
+async def approve_async(call: PendingCall, ctx: RunContext[Any]) -> Approve:
+    return Approve()
 
 
 if __name__ == "__main__":

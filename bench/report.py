@@ -594,7 +594,7 @@ SITE, SITE_SHORT = re.compile(r"^.*/(steadyloop|python3\.\d+)/"), r"\1/"
 
 def _profiles_of_misses(results: dict[str, Any], lines: list[str]) -> list[str]:
     """Below the targets, for each scenario with a miss and a profile (`bench/run.py` runs
-    `profile_steadyloop.py` over S1, S3 and S6): its top functions by own time."""
+    `profile_steadyloop.py` over S1, S3, S6, S7 and S10): its top functions by own time."""
     missed = {line.split()[1] for line in lines if line.endswith("| **miss** |")}
     profiles = results["libraries"]["steadyloop"].get("profiles", {})
     notes = []

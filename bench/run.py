@@ -239,7 +239,13 @@ def import_time(python: Path, statement: str, samples: int) -> dict[str, Any]:
 
 
 # profile_steadyloop.py's options for the scenarios it profiles: S1 by default.
-PROFILED = {"S1": [], "S3": ["--concurrent"], "S6": ["--store"]}
+PROFILED = {
+    "S1": [],
+    "S3": ["--concurrent"],
+    "S6": ["--store"],
+    "S7": ["--concurrent", "--traced"],
+    "S10": ["--approver", "sync"],
+}
 PSTATS_ROW = re.compile(r"^\s*[\d/]+\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\S.*)$")
 PSTATS_TOTAL = re.compile(r"function calls.* in ([\d.]+) seconds")
 

@@ -70,10 +70,12 @@ class BenchModel(Model):
 
 
 class SteadyloopRunner:
-    def __init__(self, plan: common.Plan, **options: Any) -> None:
+    """S1's agent with `options`; `gated`: its tool waits for the approver's decision."""
+
+    def __init__(self, plan: common.Plan, gated: bool = False, **options: Any) -> None:
         self.agent = Agent(
             BenchModel(),
-            tools=[tool(plan.function)],
+            tools=[tool(plan.function, approve=gated)],
             limits=Limits(max_turns=plan.turns + 1, max_context_tokens=10_000_000),
             **options,
         )
