@@ -43,14 +43,14 @@ LAYERS: dict[str, int] = {
     "costshare": 1,
     "retry": 1,
     "effects": 1,
-    "approvals": 1,
-    "approver_thread": 1,
     "toolchanges": 1,
     "offer": 1,
     "unanswered": 1,
     "models.base": 1,
     # 2 · edges: one turn's calls, providers, the run log, MCP, tracing, shipped fakes
     "deadline": 2,
+    "approvals": 2,  # the hook around gated calls: asks a sync approver in a worker thread
+    "approver_thread": 2,
     "dispatch": 2,
     "failures": 2,
     "toolthreads": 2,

@@ -54,14 +54,16 @@ class Toolbox:
             config.effects, config.tool_timeout, config.max_tool_output, config.backoff
         )  # fmt: skip
         listings: tuple[Listing, ...] = ()
+        listed: tuple[Tool, ...] = ()
         if self._toolsets:  # imported only by agents that have toolsets
             from steadyloop.toolchanges import ToolWatch, list_toolsets
 
             listings = await list_toolsets(self._toolsets)
-            key += tuple(tool for listing in listings for tool in listing.tools)
+            listed = tuple(tool for listing in listings for tool in listing.tools)
+            key += listed
         if plain and self._plain is not None and self._plain[0] == key:
             return self._plain[1], ToolWatch(listings) if listings else None
-        tools = (*self._tools, *(tool for listing in listings for tool in listing.tools))
+        tools = (*self._tools, *listed)
         tools = tools if answer is None else (*tools, answer)
         check_unique_names(tools)
         effects = config.effects if tracing is None else tracing.around(config.effects)
