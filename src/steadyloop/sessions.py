@@ -97,7 +97,7 @@ async def starting(
     from steadyloop.store import RunLinks
 
     async with holding(store, session):
-        previous, history = await asyncio.to_thread(_continued, store, session, fork_from)
+        previous, history = await _io(store, _continued, store, session, fork_from)
         links = RunLinks(session=session, previous_run_id=previous.id if previous else None)
         return await start(history, links)
 
@@ -132,7 +132,7 @@ def _continued(
     store: RunLog, session: str | None, fork_from: str | None
 ) -> tuple[RunInfo | None, tuple[Message, ...]]:
     """The run the new run continues and the history it gets from it, read in one go (one
-    hop off the event loop, not one per read)."""
+    hop off the event loop, not one per read, when the log waits on the network)."""
     previous = _previous(store, session, fork_from)
     if previous is None:
         return None, ()

@@ -26,9 +26,11 @@ def serve() -> Iterator[Callable[[Path], Viewer]]:
         viewer.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """Debian's Chromium, headless; the tests that need it are skipped when it is missing."""
+    """Debian's Chromium, headless; the tests that need it are skipped when it is missing.
+    One per test module, closed once its tests are done: Playwright's event loop runs in this
+    thread while it is open, and the tests of other modules call `asyncio.run`."""
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium (see .ci/run)")
     expect.set_options(timeout=20_000)  # a busy machine may be slow; nothing here is timed
