@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pickle
 import signal
 import subprocess
 import sys
@@ -191,6 +192,69 @@ async def test_an_async_approver_can_defer_some_calls() -> None:
     done = await agent.resume(paused, decisions={"r2": Approve()})
     assert shop.refunds == [("A1", 30), ("B2", 30)]
     assert [call_id for call_id, _ in results(done.messages)] == ["r1", "r2", "l1"]
+
+
+async def test_an_async_approver_is_asked_one_call_at_a_time_in_call_order() -> None:
+    shop = Shop()
+    seen: list[str] = []
+
+    async def approver(call: PendingCall, ctx: RunContext[Any]) -> Decision:
+        seen.append(f"asked {call.call_id}")
+        for _ in range(3 if call.call_id == "r1" else 1):
+            await asyncio.sleep(0)  # a person taking their time: the loop runs the other calls
+        seen.append(f"decided {call.call_id}")
+        return Deny("no") if call.call_id == "r2" else Approve()
+
+    calls = (refund("r1"), refund("r2", "B2"), lookup("l1"), refund("r3", "C3"))
+    model = ScriptedModel([reply(*calls), "done"])
+    result = await Agent(model, tools=shop_tools(shop), approver=approver).run("go")
+    assert seen == ["asked r1", "decided r1", "asked r2", "decided r2", "asked r3", "decided r3"]
+    assert shop.refunds == [("A1", 30), ("C3", 30)]
+    assert shop.lookups == ["A1"]
+    assert [call_id for call_id, _ in results(result.messages)] == ["r1", "r2", "l1", "r3"]
+
+
+async def test_a_run_cancelled_while_its_async_approver_decides_asks_nothing_more() -> None:
+    shop = Shop()
+    asked: list[str] = []
+    deciding = asyncio.Event()
+
+    async def approver(call: PendingCall, ctx: RunContext[Any]) -> Decision:
+        asked.append(call.call_id)
+        deciding.set()
+        await asyncio.sleep(60)  # a person still thinking when the run is cancelled
+        return Approve()
+
+    model = ScriptedModel([reply(refund("r1"), refund("r2", "B2"), refund("r3", "C3"))])
+    agent = Agent(model, tools=shop_tools(shop), approver=approver)
+    run = asyncio.ensure_future(agent.run("go"))
+    await asyncio.wait_for(deciding.wait(), 10)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(run, 10)  # the calls waiting their turn do not hold it up
+    assert asked == ["r1"]
+    assert shop.refunds == []
+
+
+async def test_what_an_approver_is_given_cannot_be_changed_and_compares_by_value() -> None:
+    given: list[tuple[PendingCall, RunContext[Any]]] = []
+
+    async def approver(call: PendingCall, ctx: RunContext[Any]) -> Decision:
+        given.append((call, ctx))
+        return Approve()
+
+    model = ScriptedModel([reply(refund("r1")), "done"])
+    await Agent(model, tools=shop_tools(Shop()), approver=approver).run("go", deps="the deps")
+    ((call, ctx),) = given
+    with pytest.raises(AttributeError):
+        call.call_id = "r2"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        ctx.turn = 2  # type: ignore[misc]
+    assert call == PendingCall("r1", "issue_refund", {"order_id": "A1", "amount": 30})
+    assert hash(call) == hash(PendingCall("r1", "issue_refund", {"amount": 30, "order_id": "A1"}))
+    assert pickle.loads(pickle.dumps(call)) == call
+    assert ctx == RunContext("the deps", None, 1, "r1", ctx.usage, ctx.messages)
+    assert (ctx.usage.requests, len(ctx.messages)) == (1, 2)
 
 
 async def test_approval_waits_outside_the_tools_timeout() -> None:

@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "media": 0,
     "messages": 0,
     "usage": 0,
+    "frozen": 0,
     "events": 0,
     "result": 0,
     "truncate": 0,

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -25,6 +26,7 @@ from steadyloop.approver_thread import ApproverThread
 from steadyloop.effects import Effects, Proceed, ToolInvocation
 from steadyloop.errors import ConfigError
 from steadyloop.events import CallDecided, Event, ToolCallFinished
+from steadyloop.frozen import slot_setters
 from steadyloop.messages import ToolCall, ToolResult, canonical_arguments
 
 if TYPE_CHECKING:
@@ -53,7 +55,9 @@ DENIED_TEXT = texts.DENIED
 WAITING_TEXT = texts.WAITING
 
 
-@dataclass(frozen=True, slots=True)
+# No fields: `init=False` leaves `object.__init__`, so an approver makes one without running a
+# generated `__init__` that does nothing.
+@dataclass(frozen=True, slots=True, init=False)
 class Approve:
     """Run the call as the model made it."""
 
@@ -72,7 +76,7 @@ class Edit:
     arguments: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Defer:
     """Decide later: the run pauses once the turn's other calls are answered."""
 
@@ -88,7 +92,7 @@ class AwaitingApproval(ToolCallFinished):
     failed (its error text is what the model reads only if the run stops instead)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class PendingCall:
     """A gated call waiting for a decision: `arguments` is the JSON object the model sent,
     `run_id` the run it belongs to (None for a run without a log).
@@ -103,8 +107,22 @@ class PendingCall:
     arguments: Mapping[str, Any]
     run_id: str | None = None
 
+    def __init__(
+        self, call_id: str, name: str, arguments: Mapping[str, Any], run_id: str | None = None
+    ) -> None:
+        # One is made for every call asked about: its slots are set directly (see
+        # `steadyloop.frozen`).
+        set_call_id, set_name, set_arguments, set_run_id = _PENDING_SLOTS
+        set_call_id(self, call_id)
+        set_name(self, name)
+        set_arguments(self, arguments)
+        set_run_id(self, run_id)
+
     def __hash__(self) -> int:
         return hash((self.call_id, self.name, canonical_arguments(self.arguments), self.run_id))
+
+
+_PENDING_SLOTS = slot_setters(PendingCall)
 
 
 Approver = Callable[[PendingCall, "RunContext[Any]"], Decision | Awaitable[Decision]]
@@ -142,17 +160,16 @@ class Approvals(Effects):
         self,
         approver: Approver | None,
         decided: Mapping[str, Decision],
-        context: Callable[[ToolCall], RunContext[Any]],
+        context: Callable[[str], RunContext[Any]],
         notify: Callable[[Event], None] | None,
         commit: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self._approver = approver
         self._async = approver if inspect.iscoroutinefunction(approver) else None
         self._decided = dict(decided)
         self._context = context
         self._notify = notify
         self._commit = commit
-        self._asking = asyncio.Lock()  # an async approver's questions, one at a time
+        self._asking = _Turns()  # an async approver's questions, one at a time
         # A sync approver's questions, asked in a worker thread a turn at a time.
         self._threaded = (
             ApproverThread(approver, _DECISIONS)
@@ -180,7 +197,19 @@ class Approvals(Effects):
             if not tool.needs_approval(arguments):
                 return await proceed()
             pending = PendingCall(model_call.id, tool.name, arguments, call.run_id)
-            decision = await self._ask(pending, call)
+            if self._async is not None:  # asked right here, on the loop, one at a time
+                asking = self._asking
+                if (turn := asking.take()) is not None:
+                    await turn  # another question is being asked: this one waits its turn
+                try:
+                    answer = await self._async(pending, self._context(model_call.id))
+                finally:
+                    asking.give_back()
+            else:
+                answer = await self._ask(pending)
+            if not isinstance(answer, _DECISIONS):
+                raise _not_a_decision(answer, pending)
+            decision = answer
         if self._notify is not None:
             self._notify(_decided(model_call, decision, arguments))
         if self._commit is not None and isinstance(decision, _RUNS):
@@ -197,26 +226,55 @@ class Approvals(Effects):
         waiting = ToolResult(model_call.id, model_call.name, WAITING_TEXT, is_error=True)
         return AwaitingApproval(model_call, waiting, waiting.content, 0.0, 0)
 
-    async def _ask(self, pending: PendingCall, call: ToolInvocation) -> Decision:
-        """The approver's decision on one call: asked on the loop (an async approver) or queued
-        for the worker thread's next visit (a sync one)."""
-        approver = self._approver
-        if approver is None:
+    async def _ask(self, pending: PendingCall) -> object:
+        """A sync approver's answer, from its worker thread's next visit; `Defer()` when the
+        run has no approver."""
+        if self._threaded is None:
             return Defer()
-        if self._async is not None:
-            asking = self._asking
-            await asking.acquire()  # not `async with`: two coroutines fewer per question
-            try:
-                decision = await self._async(pending, self._context(call.call))
-            finally:
-                asking.release()
-            return _checked(decision, pending)
-        assert self._threaded is not None
-        return _checked(await self._threaded.ask(pending, self._context(call.call)), pending)
+        return await self._threaded.ask(pending, self._context(pending.call_id))
 
     def _emit(self, event: Event) -> None:
         if self._notify is not None:
             self._notify(event)
+
+
+class _Turns:
+    """Lets an async approver's questions through one at a time, in the order they come: an
+    `asyncio.Lock` whose free turn is taken and given back in plain calls (its `acquire` is a
+    coroutine, made and run for every question)."""
+
+    __slots__ = ("_taken", "_waiting")
+
+    def __init__(self) -> None:
+        self._taken = False
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    def take(self) -> Coroutine[Any, Any, None] | None:
+        """None when the turn was free and is the caller's now, else what to await for it."""
+        if self._taken:
+            return self._wait()
+        self._taken = True
+        return None
+
+    def give_back(self) -> None:
+        """Hands the turn to the first question still waiting for it, or frees it."""
+        waiting = self._waiting
+        while waiting:
+            waiter = waiting.popleft()
+            if not waiter.done():  # not cancelled while it waited
+                waiter.set_result(None)
+                return
+        self._taken = False
+
+    async def _wait(self) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if not waiter.cancelled():  # handed the turn, then cancelled: the next one takes it
+                self.give_back()
+            raise
 
 
 def denied_result(call: ToolCall, reason: str) -> ToolResult:
@@ -285,14 +343,12 @@ def _same_call(key: PendingCall, call: PendingCall) -> bool:
     return key.name == call.name and dict(key.arguments) == dict(call.arguments)
 
 
-def _checked(decision: object, pending: PendingCall) -> Decision:
-    """The approver's decision, or `ConfigError` saying what it should have returned."""
-    if not isinstance(decision, _DECISIONS):
-        raise ConfigError(
-            f"the approver returned {decision!r} for call {pending.call_id}: return "
-            "Approve(), Deny(reason), Edit(arguments) or Defer()"
-        )
-    return decision
+def _not_a_decision(answer: object, pending: PendingCall) -> ConfigError:
+    """What an approver that returned `answer` (no decision) should have returned."""
+    return ConfigError(
+        f"the approver returned {answer!r} for call {pending.call_id}: return "
+        "Approve(), Deny(reason), Edit(arguments) or Defer()"
+    )
 
 
 def _decided(call: ToolCall, decision: Decision, arguments: Mapping[str, Any]) -> CallDecided:

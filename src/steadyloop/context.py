@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from steadyloop.errors import ConfigError
+from steadyloop.frozen import slot_setters
 from steadyloop.messages import Message, Usage
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ DepsT = TypeVar("DepsT")
 Instructions = str | Callable[["RunContext[Any]"], str | Awaitable[str]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RunContext(Generic[DepsT]):
     """The run a tool call (or an approver, or callable instructions) belongs to.
 
@@ -52,6 +53,28 @@ class RunContext(Generic[DepsT]):
     call_id: str | None = None
     usage: Usage = field(default_factory=Usage)
     messages: tuple[Message, ...] = ()
+
+    def __init__(
+        self,
+        deps: DepsT,
+        run_id: str | None = None,
+        turn: int = 0,
+        call_id: str | None = None,
+        usage: Usage | None = None,
+        messages: tuple[Message, ...] = (),
+    ) -> None:
+        # One is made for every call that takes one: its slots are set directly (see
+        # `steadyloop.frozen`).
+        set_deps, set_run_id, set_turn, set_call_id, set_usage, set_messages = _CONTEXT_SLOTS
+        set_deps(self, deps)
+        set_run_id(self, run_id)
+        set_turn(self, turn)
+        set_call_id(self, call_id)
+        set_usage(self, Usage() if usage is None else usage)
+        set_messages(self, messages)
+
+
+_CONTEXT_SLOTS = slot_setters(RunContext)
 
 
 def context_type(annotation: Any) -> tuple[bool, Any]:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
+from steadyloop.frozen import slot_setters
+
 if TYPE_CHECKING:
     from steadyloop.events import ToolCallFinished
     from steadyloop.messages import AssistantMessage, ToolCall
@@ -43,7 +45,7 @@ class ModelCall:
     request: ModelRequest
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolInvocation:
     """A tool call about to be answered: `tool` is None when the model named no such tool;
     `arguments` the call's JSON object once the tool has validated it, None when the call
@@ -55,6 +57,25 @@ class ToolInvocation:
     call: ToolCall
     tool: Tool | None
     arguments: Mapping[str, Any] | None = None
+
+    def __init__(
+        self,
+        run_id: str | None,
+        turn: int,
+        call: ToolCall,
+        tool: Tool | None,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> None:
+        # One is made for every hooked call: its slots are set directly (see `steadyloop.frozen`).
+        set_run_id, set_turn, set_call, set_tool, set_arguments = _INVOCATION_SLOTS
+        set_run_id(self, run_id)
+        set_turn(self, turn)
+        set_call(self, call)
+        set_tool(self, tool)
+        set_arguments(self, arguments)
+
+
+_INVOCATION_SLOTS = slot_setters(ToolInvocation)
 
 
 class Proceed(Protocol):

@@ -97,7 +97,7 @@ class Run:
         self.approvals: Approvals | None = None
         if self.decisions or any(tool.approve for tool in dispatcher.tools):
             self.approvals = Approvals(
-                config.approver, self.decisions, self._call_context, notify, commit
+                config.approver, self.decisions, self.context, notify, commit
             )
             dispatcher = dispatcher.around([self.approvals])
         self.dispatcher = dispatcher
@@ -341,8 +341,8 @@ class Run:
         `resume` goes on from the reply instead: it answers the calls again, the ones that ran
         with their held results and the decided ones as decided. `answers`: the turn's
         results (in call order), when not just the batch's."""
-        if self.approvals is None or batch.stop is not None:
-            return "continue"
+        if self.approvals is None or not self.approvals.pending or batch.stop is not None:
+            return "continue"  # no call of the turn waits for a decision
         if answers is None:
             answers = {outcome.call.id: outcome.result for outcome in batch.outcomes}
         self.pause = self.approvals.pause(answers, self.turns)
@@ -395,7 +395,7 @@ class Run:
     def context(self, call_id: str | None = None, turn: int | None = None) -> RunContext[Any]:
         """The run as a tool call (or an approver, or instructions) sees it now."""
         turn = self.turns if turn is None else turn
-        usage, messages = self.usage, self.transcript.entries
+        usage, messages = self.spent.total(), self.transcript.entries
         return RunContext(self.deps, self.run_id, turn, call_id, usage, messages)
 
     async def _dispatch(

@@ -7,10 +7,12 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
+from steadyloop.frozen import slot_setters
+
 __all__ = ["Tally", "Usage"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Usage:
     """Token and call counts: per reply on `AssistantMessage.usage`, summed on `RunResult.usage`.
 
@@ -35,6 +37,39 @@ class Usage:
     _: KW_ONLY
     cost_usd: float | None = None
     unreported: int = 0
+
+    def __init__(
+        self,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        requests: int = 0,
+        tool_calls: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        *,
+        cost_usd: float | None = None,
+        unreported: int = 0,
+    ) -> None:
+        # One is made for every reply and every sum: its slots are set directly (see
+        # `steadyloop.frozen`).
+        (
+            set_input,
+            set_output,
+            set_requests,
+            set_calls,
+            set_read,
+            set_write,
+            set_cost,
+            set_unreported,
+        ) = _USAGE_SLOTS
+        set_input(self, input_tokens)
+        set_output(self, output_tokens)
+        set_requests(self, requests)
+        set_calls(self, tool_calls)
+        set_read(self, cache_read_tokens)
+        set_write(self, cache_write_tokens)
+        set_cost(self, cost_usd)
+        set_unreported(self, unreported)
 
     @property
     def tokens_known(self) -> bool:
@@ -97,6 +132,9 @@ class Usage:
             k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__ and k != "cost_usd"
         }
         return cls(**counts, cost_usd=float(cost) if cost is not None else None)
+
+
+_USAGE_SLOTS = slot_setters(Usage)
 
 
 class Tally:
