@@ -445,3 +445,37 @@ async def test_a_real_adapter_s_chat_span_names_the_bare_model_and_the_response_
     assert attributes(chat)["gen_ai.response.id"] == "chatcmpl-local"
     assert attributes(chat)["gen_ai.usage.input_tokens"] == REPLY_USAGE["prompt_tokens"]
     assert attributes(chat)["steadyloop.cost_usd"] > 0
+
+
+async def test_agents_of_different_models_on_one_provider_each_name_their_own_model(
+    provider: TracerProvider, exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    logged = Agent(
+        ScriptedModel(["a", "b"], name=MODEL), store=tmp_path / "runs.db", tracer_provider=provider
+    )
+    plain = Agent(ScriptedModel(["c"], name="anthropic:claude-x"), tracer_provider=provider)
+    first = await logged.run("one")
+    await plain.run("two")
+    second = await logged.run("three")
+    await logged.aclose()
+
+    spans = sorted(exporter.get_finished_spans(), key=lambda span: span.start_time or 0)
+    runs = [attributes(span) for span in named(spans, "invoke_agent")]
+    assert [run["gen_ai.request.model"] for run in runs] == [
+        "gpt-4.1-mini",
+        "claude-x",
+        "gpt-4.1-mini",
+    ]
+    assert [run["gen_ai.provider.name"] for run in runs] == ["openai", "anthropic", "openai"]
+    assert [run.get("steadyloop.run_id") for run in runs] == [first.run_id, None, second.run_id]
+    assert [span.name for span in spans if span.name.startswith("chat")] == [
+        "chat gpt-4.1-mini",
+        "chat claude-x",
+        "chat gpt-4.1-mini",
+    ]
+    chats = [attributes(span) for span in spans if span.name.startswith("chat")]
+    assert [chat["gen_ai.response.model"] for chat in chats] == [
+        "gpt-4.1-mini",
+        "claude-x",
+        "gpt-4.1-mini",
+    ]

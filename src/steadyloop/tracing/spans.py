@@ -57,13 +57,51 @@ REQUEST_MODEL = "gen_ai.request.model"
 CONVERSATION = "gen_ai.conversation.id"
 ERROR_TYPE = "error.type"
 
-# One tracer per provider, made on its first traced run (making one costs tens of µs).
+
+class _Shared:
+    """What the spans of every run of one model traced to one provider start with, made on the
+    first such run: the tracer, the names, and the starting attributes of a run's span without
+    ids and of each chat span without content (the SDK copies the attributes it is given, so
+    one mapping serves every span)."""
+
+    __slots__ = (
+        "chat_attributes",
+        "chat_name",
+        "model",
+        "provider",
+        "run_attributes",
+        "spec",
+        "tracer",
+    )
+
+    def __init__(self, tracer: Tracer, spec: str) -> None:
+        self.tracer = tracer
+        self.spec = spec
+        provider_name, self.model = provider_and_model(spec)
+        self.provider = provider_name or self.model
+        self.chat_name = f"chat {self.model}"
+        self.chat_attributes: dict[str, Any] = {
+            OPERATION: "chat",
+            PROVIDER: self.provider,
+            REQUEST_MODEL: self.model,
+        }
+        self.run_attributes: dict[str, Any] = {
+            OPERATION: "invoke_agent",
+            PROVIDER: self.provider,
+            REQUEST_MODEL: self.model,
+        }
+
+
+# One tracer per provider, made on its first traced run (making one costs tens of µs); by
+# provider, what the spans of each model's runs share. Neither keeps a provider alive.
 _tracers: weakref.WeakKeyDictionary[TracerProvider, Tracer] = weakref.WeakKeyDictionary()
+_shared: weakref.WeakKeyDictionary[TracerProvider, dict[str, _Shared]] = weakref.WeakKeyDictionary()
+# The last one looked up: the next run of the same agent finds it without a weak reference made
+# for the lookup.
+_last: tuple[weakref.ref[TracerProvider], str, _Shared] | None = None
 
 
-def _tracer(provider: TracerProvider | None) -> Tracer:
-    if provider is None:
-        provider = trace.get_tracer_provider()
+def _tracer(provider: TracerProvider) -> Tracer:
     tracer = _tracers.get(provider)
     if tracer is None:
         version = importlib.metadata.version("steadyloop")
@@ -71,16 +109,32 @@ def _tracer(provider: TracerProvider | None) -> Tracer:
     return tracer
 
 
+def _shared_for(provider: TracerProvider | None, model: Model) -> _Shared:
+    """What the spans of a run of `model` traced to `provider` (None: the global one) share."""
+    global _last
+    if provider is None:
+        provider = trace.get_tracer_provider()
+    spec = model.name
+    last = _last
+    if last is not None and last[0]() is provider and last[1] == spec:
+        return last[2]
+    by_model = _shared.get(provider)
+    if by_model is None:
+        by_model = _shared[provider] = {}
+    shared = by_model.get(spec)
+    if shared is None:
+        shared = by_model[spec] = _Shared(_tracer(provider), spec)
+    _last = (weakref.ref(provider), spec, shared)
+    return shared
+
+
 class Tracing(Effects):
     """The spans of one run: its own around the run, and one around each model and tool call."""
 
     __slots__ = (
-        "_chat_attributes",
-        "_chat_name",
         "_content",
-        "_model",
-        "_provider",
         "_run_span",
+        "_shared",
         "_tracer",
         "_tracer_provider",
         "conversation",
@@ -88,17 +142,9 @@ class Tracing(Effects):
 
     def __init__(self, provider: TracerProvider | None, content: bool, model: Model) -> None:
         self._tracer_provider = provider
-        self._tracer = _tracer(provider)
+        self._shared = _shared_for(provider, model)
+        self._tracer = self._shared.tracer
         self._content = content
-        provider_name, self._model = provider_and_model(model)
-        self._provider = provider_name or self._model
-        self._chat_name = f"chat {self._model}"
-        # every chat span's starting attributes without content (the SDK copies what it is given)
-        self._chat_attributes: dict[str, Any] = {
-            OPERATION: "chat",
-            PROVIDER: self._provider,
-            REQUEST_MODEL: self._model,
-        }
         self._run_span: Span | None = None
         self.conversation: str | None = None
         """The session the run is a turn of (`gen_ai.conversation.id` on its span), if any."""
@@ -151,7 +197,7 @@ class Tracing(Effects):
             otel_context.detach(token)
         ended = _usage(reply.usage) if reply.usage is not None else {}
         if reply.model is not None:  # the model that answered (which one, for a Fallback)
-            ended["gen_ai.response.model"] = provider_and_model(reply.model)[1]
+            ended["gen_ai.response.model"] = self._answered_by(reply.model)
         if reply.response_id is not None:
             ended["gen_ai.response.id"] = reply.response_id
         if reply.stop_reason is not None:
@@ -194,21 +240,20 @@ class Tracing(Effects):
     # garbage at once instead of living as long as the call, as a coroutine's locals would.
 
     def _start_run(self, run_id: str | None) -> Span:
-        attributes: dict[str, Any] = {
-            OPERATION: "invoke_agent",
-            PROVIDER: self._provider,
-            REQUEST_MODEL: self._model,
-        }
-        if run_id is not None:
-            attributes["steadyloop.run_id"] = run_id
-        if self.conversation is not None:
-            attributes[CONVERSATION] = self.conversation
+        attributes = self._shared.run_attributes
+        if run_id is not None or self.conversation is not None:
+            attributes = dict(attributes)
+            if run_id is not None:
+                attributes["steadyloop.run_id"] = run_id
+            if self.conversation is not None:
+                attributes[CONVERSATION] = self.conversation
         return self._tracer.start_span(
             "invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes
         )
 
     def _start_chat(self, call: ModelCall) -> Span:
-        attributes = self._chat_attributes
+        shared = self._shared
+        attributes = shared.chat_attributes
         if self._content:
             attributes = dict(attributes)
             request = call.request
@@ -217,7 +262,15 @@ class Tracing(Effects):
                     [{"type": "text", "content": request.instructions}]
                 )
             attributes["gen_ai.input.messages"] = _json(_input_messages(request.messages))
-        return self._tracer.start_span(self._chat_name, kind=SpanKind.CLIENT, attributes=attributes)
+        return self._tracer.start_span(
+            shared.chat_name, kind=SpanKind.CLIENT, attributes=attributes
+        )
+
+    def _answered_by(self, spec: str) -> str:
+        """The bare name of the model that answered (`spec`, as the reply names it)."""
+        if spec == self._shared.spec:
+            return self._shared.model
+        return provider_and_model(spec)[1]
 
     def _start_tool(self, call: ToolInvocation) -> Span:
         name = call.call.name
