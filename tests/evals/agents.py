@@ -27,6 +27,8 @@ ANSWERS = {
     "capital of Spain": "Madrid",
     "two plus two": "4",
     "refunds": '{"open": ["T-101", "T-103"], "count": 2}',
+    # Text JSON carries but UTF-8 cannot: a lone surrogate, beside accents and an emoji.
+    "odd text": "caf\u00e9 \U0001f600 \udc80 end",
 }
 
 

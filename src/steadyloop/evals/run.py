@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +29,7 @@ from steadyloop.evals.dataset import BadCase, Case, Dataset
 from steadyloop.evals.judge import BENCH, Bench
 from steadyloop.evals.report import Attempt, CaseResult, EvalReport
 from steadyloop.evals.scorers import Score, Scorer, as_scorers, score_attempt
+from steadyloop.messages import Message
 from steadyloop.store import LoggedEvent, RunInfo, RunLog, open_store
 from steadyloop.store.base import SqlStore
 from steadyloop.store.reading import transcript
@@ -43,6 +44,10 @@ SCORING = 64
 READ: tuple[EventKind, ...] = ("message", "tool_finished", "finished", "limit")
 # A score still to come: its attempt, the attempt's scores (in scorer order), its place there.
 Waiting = tuple[Attempt, list[Any], int, Awaitable[Score]]
+# What a done attempt's events tell: its answer (its last `finished` row's), the data of its last
+# `limit` row (None: none) and its transcript.
+Read = tuple[Any, Mapping[str, Any] | None, tuple[Message, ...]]
+_UNREAD: Read = (None, None, ())
 # A run the log holds in one of these is done: it is read back, never run again.
 DONE = {"answered": "answered", "limit": "limit", "error": "error", "paused": "paused"}
 
@@ -163,6 +168,9 @@ class _Eval:
         self.repeat = repeat
         self.log = log
         self.logged: dict[str, RunInfo] = {}
+        # Whether `plan` left runs to run: `report` then reads the runs' rows again (they changed
+        # since), else it goes on from the ones `plan` read.
+        self.ran = True
 
     def run_id(self, case: Case, repeat: int) -> str:
         return f"{self.name}:{self._task_id(case, repeat)}"
@@ -197,6 +205,7 @@ class _Eval:
                     )
                 if info is None or info.status not in DONE:
                     todo.append(Task(self._task_id(case, repeat), case.input))
+        self.ran = bool(todo)
         return todo
 
     def _logged(self) -> list[RunInfo]:
@@ -207,26 +216,26 @@ class _Eval:
         self, rows: Mapping[str, Row], scorers: list[Scorer], bad: Sequence[BadCase]
     ) -> EvalReport:
         """Reads each attempt back from the log, scores it and makes the report."""
-        self.logged = {info.id: info for info in self._logged()}
+        if self.ran:
+            self.logged = {info.id: info for info in self._logged()}
         done = [run_id for run_id, info in self.logged.items() if info.status in DONE]
-        events = self.log.events_of(done, READ)
+        # Each run's events as they come, kept only as what they tell (few are alive at once).
+        read = {run_id: _read(events) for run_id, events in self.log.events_of(done, READ)}
         results: list[CaseResult] = []
-        pairs: list[tuple[Case, Attempt]] = []
         unfinished = 0
         for case in self.dataset.cases:
             attempts = []
             for repeat in range(1, self.repeat + 1):
-                attempt = self._attempt(case, repeat, rows, events)
+                attempt = self._attempt(case, repeat, rows, read)
                 if attempt is None:
                     unfinished += 1
                     continue
                 attempts.append(attempt)
-                pairs.append((case, attempt))
             results.append(
                 CaseResult(case.id, case.input_json(), case.expected, case.metadata, attempts)
             )
         if scorers:
-            self._score(pairs, scorers)
+            self._score(zip(self.dataset.cases, results, strict=True), scorers)
         path = self.dataset.path
         return EvalReport(
             self.name, self.agent, str(path) if path is not None else None, self.repeat,
@@ -239,10 +248,11 @@ class _Eval:
         case: Case,
         repeat: int,
         rows: Mapping[str, Row],
-        logged: Mapping[str, Sequence[LoggedEvent]],
+        read: Mapping[str, Read],
     ) -> Attempt | None:
-        """The attempt as its run's log has it (`logged`: the events of the runs that are done;
-        the engine's row for a run that never got logged); None when it has no result yet."""
+        """The attempt as its run's log has it (`read`: what the events of the runs that are
+        done tell; the engine's row for a run that never got logged); None when it has no result
+        yet."""
         run_id = self.run_id(case, repeat)
         info = self.logged.get(run_id)
         if info is None or info.status not in DONE:
@@ -250,34 +260,34 @@ class _Eval:
             if row is None or row["status"] != "error" or info is not None:
                 return None
             return Attempt(case.id, repeat, run_id, "error", error=row["error"])
-        events = logged.get(run_id, ())
-        finished = [e for e in events if e.kind == "finished"]
-        limits = [e for e in events if e.kind == "limit"]
+        output, limit, messages = read.get(run_id, _UNREAD)
         error = info.error
         if info.status == "limit":
-            error = limits[-1].data["message"] if limits else info.stop_reason
+            error = limit["message"] if limit is not None else info.stop_reason
         elif info.status == "paused":
             error = "paused: waiting for approval"
         latency = info.updated - info.created if info.status in ("answered", "limit") else None
         return Attempt(
             case.id, repeat, run_id, DONE[info.status],
-            output=finished[-1].data.get("output") if finished else None,
-            error=error, usage=info.usage, latency=latency, messages=transcript(events),
+            output=output, error=error, usage=info.usage, latency=latency, messages=messages,
         )  # fmt: skip
 
-    def _score(self, pairs: list[tuple[Case, Attempt]], scorers: list[Scorer]) -> None:
+    def _score(self, cases: Iterable[tuple[Case, CaseResult]], scorers: list[Scorer]) -> None:
         """Scores every attempt: sync scorers at once, async ones (judges) on an event loop,
         `SCORING` attempts at a time."""
         waiting: list[Waiting] = []
-        for case, attempt in pairs:
-            scores: list[Any] = [score_attempt(scorer, case, attempt) for scorer in scorers]
-            later = [
-                (attempt, scores, i, s) for i, s in enumerate(scores) if not isinstance(s, Score)
-            ]
-            if later:
-                waiting += later
-            else:
-                attempt.scores = {s.name: s for s in scores}
+        for case, result in cases:
+            for attempt in result.attempts:
+                scores: list[Any] = [score_attempt(scorer, case, attempt) for scorer in scorers]
+                later = [
+                    (attempt, scores, i, s)
+                    for i, s in enumerate(scores)
+                    if not isinstance(s, Score)
+                ]
+                if later:
+                    waiting += later
+                else:
+                    attempt.scores = {s.name: s for s in scores}
         if waiting:
             asyncio.run(self._await(waiting))
 
@@ -298,6 +308,17 @@ class _Eval:
             await asyncio.gather(*(one(*item) for item in waiting))
         finally:
             await bench.close()
+
+
+def _read(events: Sequence[LoggedEvent]) -> Read:
+    """What an attempt's events tell (see `Read`)."""
+    output = limit = None
+    for event in events:
+        if event.kind == "finished":
+            output = event.data.get("output")
+        elif event.kind == "limit":
+            limit = event.data
+    return output, limit, transcript(events)
 
 
 def _logged_agent(info: RunInfo) -> str | None:

@@ -161,7 +161,8 @@ def score_attempt(scorer: Scorer, case: Case, attempt: Attempt) -> Score | Await
     text) is that score's error, never the eval's."""
     try:
         outcome = scorer.score(case, attempt)
-        if inspect.isawaitable(outcome):
+        # A `Score` (the usual outcome) is not awaitable: no need to ask the slower way.
+        if not isinstance(outcome, Score) and inspect.isawaitable(outcome):
             return _finish(scorer, outcome)
         return _named(_as_score(outcome, scorer.threshold), scorer.name)
     except Exception as exc:

@@ -36,20 +36,23 @@ def transcript(events: Iterable[LoggedEvent]) -> tuple[Message, ...]:
         logged.clear()
 
     for event in events:
-        if event.kind == "tool_finished":
+        kind = event.kind
+        if kind == "tool_finished":
             call_id = event.data["call"]["id"]
             finished[call_id] = finished_result(event.data)
             logged.pop(call_id, None)  # the later answer is the one the model read
-        elif event.kind == "message":
+        elif kind == "message":
             message = message_from_dict(event.data["message"])
-            if isinstance(message, ToolResult) and any(c.id == message.call_id for c in calls):
-                logged[message.call_id] = message
-                continue
-            close_batch()
+            if calls:  # a reply's calls may still be answered
+                if isinstance(message, ToolResult) and any(c.id == message.call_id for c in calls):
+                    logged[message.call_id] = message
+                    continue
+                close_batch()
             out.append(message)
             if isinstance(message, AssistantMessage):
                 calls.extend(message.tool_calls)
-    close_batch()
+    if calls:
+        close_batch()
     return tuple(out)
 
 
