@@ -22,6 +22,7 @@ import importlib.util
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -499,11 +500,12 @@ class FeaturesRunner:
 
 def s10(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
     """The production features, each in use against none: S1's async run per turn, in blocks
-    of ten runs alternating configuration by configuration (a block with the run log ends with
-    it flushed), and S3's concurrent runs in CPU per run, with all of them against none. The
-    approval gate is timed with a sync approver and with an async one, beside the floor of the
-    sync one's cost, a thread hop per turn: the run with none whose model takes one
-    `asyncio.to_thread` round trip of a no-op per turn with calls, against the run with none."""
+    of ten runs alternating configuration by configuration, in a new order each round (a block
+    with the run log ends with it flushed), and S3's concurrent runs in CPU per run, with all of
+    them against none. The approval gate is timed with a sync approver and with an async one,
+    beside the floor of the sync one's cost, a thread hop per turn: the run with none whose model
+    takes one `asyncio.to_thread` round trip of a no-op per turn with calls, against the run with
+    none."""
     plan = common.Plan(turns=20, calls=3, is_async=True)
     block = 2 if settings.quick else 10
     configurations = {
@@ -526,7 +528,11 @@ def s10(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
             samples: dict[str, list[float]] = {name: [] for name in runners}
             started = time.perf_counter()
             for number in range(settings.reps + 1):
-                for name, runner in runners.items():
+                # In a new order each round: a run log's writer may still fold its file after
+                # its block, and must not always slow the same configuration.
+                order = list(runners.items())
+                random.Random(number).shuffle(order)
+                for name, runner in order:
                     elapsed = await timed(runner)
                     if number > 0:  # the first round warms up
                         samples[name].append(elapsed)
