@@ -16,8 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -169,7 +168,7 @@ class Approvals(Effects):
         self._context = context
         self._notify = notify
         self._commit = commit
-        self._asking = _Turns()  # an async approver's questions, one at a time
+        self._asking = asyncio.Lock()  # an async approver's questions, one at a time
         # A sync approver's questions, asked in a worker thread a turn at a time.
         self._threaded = (
             ApproverThread(approver, _DECISIONS)
@@ -199,12 +198,11 @@ class Approvals(Effects):
             pending = PendingCall(model_call.id, tool.name, arguments, call.run_id)
             if self._async is not None:  # asked right here, on the loop, one at a time
                 asking = self._asking
-                if (turn := asking.take()) is not None:
-                    await turn  # another question is being asked: this one waits its turn
+                await asking.acquire()  # not `async with`: two coroutines fewer per question
                 try:
                     answer = await self._async(pending, self._context(model_call.id))
                 finally:
-                    asking.give_back()
+                    asking.release()
             else:
                 answer = await self._ask(pending)
             if not isinstance(answer, _DECISIONS):
@@ -236,45 +234,6 @@ class Approvals(Effects):
     def _emit(self, event: Event) -> None:
         if self._notify is not None:
             self._notify(event)
-
-
-class _Turns:
-    """Lets an async approver's questions through one at a time, in the order they come: an
-    `asyncio.Lock` whose free turn is taken and given back in plain calls (its `acquire` is a
-    coroutine, made and run for every question)."""
-
-    __slots__ = ("_taken", "_waiting")
-
-    def __init__(self) -> None:
-        self._taken = False
-        self._waiting: deque[asyncio.Future[None]] = deque()
-
-    def take(self) -> Coroutine[Any, Any, None] | None:
-        """None when the turn was free and is the caller's now, else what to await for it."""
-        if self._taken:
-            return self._wait()
-        self._taken = True
-        return None
-
-    def give_back(self) -> None:
-        """Hands the turn to the first question still waiting for it, or frees it."""
-        waiting = self._waiting
-        while waiting:
-            waiter = waiting.popleft()
-            if not waiter.done():  # not cancelled while it waited
-                waiter.set_result(None)
-                return
-        self._taken = False
-
-    async def _wait(self) -> None:
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiting.append(waiter)
-        try:
-            await waiter
-        except asyncio.CancelledError:
-            if not waiter.cancelled():  # handed the turn, then cancelled: the next one takes it
-                self.give_back()
-            raise
 
 
 def denied_result(call: ToolCall, reason: str) -> ToolResult:

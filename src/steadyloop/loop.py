@@ -395,7 +395,7 @@ class Run:
     def context(self, call_id: str | None = None, turn: int | None = None) -> RunContext[Any]:
         """The run as a tool call (or an approver, or instructions) sees it now."""
         turn = self.turns if turn is None else turn
-        usage, messages = self.spent.total(), self.transcript.entries
+        usage, messages = self.usage, self.transcript.entries
         return RunContext(self.deps, self.run_id, turn, call_id, usage, messages)
 
     async def _dispatch(

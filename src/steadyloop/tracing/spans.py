@@ -96,9 +96,6 @@ class _Shared:
 # provider, what the spans of each model's runs share. Neither keeps a provider alive.
 _tracers: weakref.WeakKeyDictionary[TracerProvider, Tracer] = weakref.WeakKeyDictionary()
 _shared: weakref.WeakKeyDictionary[TracerProvider, dict[str, _Shared]] = weakref.WeakKeyDictionary()
-# The last one looked up: the next run of the same agent finds it without a weak reference made
-# for the lookup.
-_last: tuple[weakref.ref[TracerProvider], str, _Shared] | None = None
 
 
 def _tracer(provider: TracerProvider) -> Tracer:
@@ -111,20 +108,14 @@ def _tracer(provider: TracerProvider) -> Tracer:
 
 def _shared_for(provider: TracerProvider | None, model: Model) -> _Shared:
     """What the spans of a run of `model` traced to `provider` (None: the global one) share."""
-    global _last
     if provider is None:
         provider = trace.get_tracer_provider()
-    spec = model.name
-    last = _last
-    if last is not None and last[0]() is provider and last[1] == spec:
-        return last[2]
     by_model = _shared.get(provider)
     if by_model is None:
         by_model = _shared[provider] = {}
-    shared = by_model.get(spec)
+    shared = by_model.get(model.name)
     if shared is None:
-        shared = by_model[spec] = _Shared(_tracer(provider), spec)
-    _last = (weakref.ref(provider), spec, shared)
+        shared = by_model[model.name] = _Shared(_tracer(provider), model.name)
     return shared
 
 
