@@ -173,6 +173,7 @@ class Dispatcher:
         self._tools = tools
         self._effects = effects
         self.tools = tuple(tools.values())
+        self.starts_runs = any(tool.starts_runs for tool in self.tools)
         self._timeout = tool_timeout
         self._max_output = max_output
         self._backoff = backoff

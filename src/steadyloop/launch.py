@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from steadyloop import runs, sessions
@@ -63,7 +63,7 @@ async def launch_for(
     return runs.Launch(config, dispatcher, tracing, answer, deps, on_event, watch)
 
 
-async def run(
+def run(
     agent: Agent[Any],
     prompt: Prompt,
     *,
@@ -75,22 +75,34 @@ async def run(
     if_exists: runs.IfExists,
     session: str | None,
     fork_from: str | None,
-) -> RunResult[Any]:
-    """`Agent.run`: a new run, or, for a `run_id` the log holds, what `if_exists` says."""
+) -> Awaitable[RunResult[Any]]:
+    """`Agent.run`: a new run, or, for a `run_id` the log holds, what `if_exists` says. Not a
+    coroutine of its own: a new run keeps nothing of it on the stack while it goes on."""
     message = user_message(prompt)  # a prompt that is no prompt fails here, first
     sessions.check(agent.store, session, fork_from, history)
     runs.check_run_id(run_id, if_exists)
     if run_id is not None:
-        store = runs.require_store(agent.store, "run(run_id=...)")
-        answer_type = agent._answers.default if output is None else output
-        existing = await runs.existing_run(store, run_id, if_exists, answer_type)
-        if isinstance(existing, RunResult):
-            return existing
-        if existing == "resume":
-            resumed: RunResult[Any] = await agent.resume(
-                run_id, deps=deps, output=output, on_event=on_event
-            )
-            return resumed
+        return _named(agent, message, history, on_event, output, deps, run_id, if_exists,
+                      session, fork_from)  # fmt: skip
+    return _start(agent, message, history, on_event, output, deps, None, session, fork_from)
+
+
+async def _named(
+    agent: Agent[Any], message: UserMessage, history: Sequence[Message],
+    on_event: runs.OnEvent | None, output: Any, deps: Any, run_id: str,
+    if_exists: runs.IfExists, session: str | None, fork_from: str | None,
+) -> RunResult[Any]:  # fmt: skip
+    """A run the caller named: the log's run of that id as `if_exists` says, else a new one."""
+    store = runs.require_store(agent.store, "run(run_id=...)")
+    answer_type = agent._answers.default if output is None else output
+    existing = await runs.existing_run(store, run_id, if_exists, answer_type)
+    if isinstance(existing, RunResult):
+        return existing
+    if existing == "resume":
+        resumed: RunResult[Any] = await agent.resume(
+            run_id, deps=deps, output=output, on_event=on_event
+        )
+        return resumed
     return await _start(agent, message, history, on_event, output, deps, run_id, session, fork_from)
 
 
@@ -146,6 +158,9 @@ async def _start(
     on_event: runs.OnEvent | None, output: Any, deps: Any, run_id: str | None,
     session: str | None, fork_from: str | None,
 ) -> RunResult[Any]:  # fmt: skip
-    """A new run of `message` (see `runs.start_new`)."""
-    launch = await launch_for(agent, output, deps, on_event)
-    return await runs.start_new(launch, agent.store, message, history, run_id, session, fork_from)
+    """A new run of `message` (see `runs.start_new`). The launch is handed on, not kept: this
+    frame stays while the run goes on, and the run keeps what it needs of it."""
+    return await runs.start_new(
+        await launch_for(agent, output, deps, on_event),
+        agent.store, message, history, run_id, session, fork_from,
+    )  # fmt: skip

@@ -121,31 +121,38 @@ async def streamed(
             await asyncio.gather(task, return_exceptions=True)
 
 
-async def start(
+def start(
     launch: Launch, start: RunStart, store: RunLog | None, links: RunLinks | None = None
-) -> RunResult[Any]:
+) -> Awaitable[RunResult[Any]]:
     """Runs `start` (a fresh run), logged to `store` when there is one, with `links` (its
-    session, the run it continues) in its row."""
+    session, the run it continues) in its row. Not a coroutine of its own when there is no
+    log: nothing of it stays on the stack while the run goes on."""
     check_deps(launch.dispatcher.tools, launch.deps)  # before it is logged: nothing left behind
-    notify, commit, run_id = launch.on_event, None, start.run_id
-    if store is not None:
-        tools = [tool.name for tool in launch.dispatcher.tools]
-        begin = functools.partial(
-            store.start_run,
-            model=launch.config.model.name,
-            prompt=start.prompt.text if start.prompt is not None else "",
-            history=start.messages,
-            config=launch.config.to_dict(tools),
-            run_id=run_id,
-            links=links,
-        )
-        # A run id of the caller's is looked up in the log first: off the event loop.
-        run_id = await (
-            _begin_off_loop(store, begin) if run_id or store.blocking_io else _now(begin)
-        )
-        notify = _fan_out(store.recorder(run_id, len(start.messages)), launch.on_event)
-        commit = _committer(store, run_id, launch.config)
-        start = replace(start, run_id=run_id)
+    if store is None:
+        return _traced(_run(launch, start, launch.on_event, None), None, launch.ended)
+    return _start_logged(launch, start, store, links)
+
+
+async def _start_logged(
+    launch: Launch, start: RunStart, store: RunLog, links: RunLinks | None
+) -> RunResult[Any]:
+    """`start` of a run with a log: its row first, then the run, recorded as it goes."""
+    run_id = start.run_id
+    tools = [tool.name for tool in launch.dispatcher.tools]
+    begin = functools.partial(
+        store.start_run,
+        model=launch.config.model.name,
+        prompt=start.prompt.text if start.prompt is not None else "",
+        history=start.messages,
+        config=launch.config.to_dict(tools),
+        run_id=run_id,
+        links=links,
+    )
+    # A run id of the caller's is looked up in the log first: off the event loop.
+    run_id = await (_begin_off_loop(store, begin) if run_id or store.blocking_io else _now(begin))
+    notify = _fan_out(store.recorder(run_id, len(start.messages)), launch.on_event)
+    commit = _committer(store, run_id, launch.config)
+    start = replace(start, run_id=run_id)
     return await _traced(_run(launch, start, notify, commit), store, launch.ended)
 
 
@@ -342,13 +349,15 @@ async def _traced(
 ) -> RunResult[Any]:
     """Runs `run` in its logs: the run log, and its spans when it is traced; `ended` is told
     what the run spent, however it ended."""
-    token = CALLER.set(Caller(run, store))
+    # Only a run whose tools start runs has anyone to tell: a plain run spares a context.
+    token = CALLER.set(Caller(run, store)) if run.dispatcher.starts_runs else None
     try:
         if run.tracing is None:
             return await _logged(run, store)
         return await run.tracing.run(run.run_id, functools.partial(_logged, run, store))
     finally:
-        CALLER.reset(token)
+        if token is not None:
+            CALLER.reset(token)
         if ended is not None:
             ended(run.usage)
 

@@ -80,6 +80,8 @@ class AgentTool(FunctionTool):
     the child run it had started (found by its id) rather than starting another.
     """
 
+    starts_runs = True
+
     def __init__(
         self,
         agent: Agent[Any],

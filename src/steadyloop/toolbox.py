@@ -3,8 +3,9 @@
 A run gets a dispatcher with every tool it may call: the agent's own, those of its toolsets
 (MCP servers start on the first run that needs them) and the run's `final_answer`, each call
 wrapped in the run's effects. A run of an agent without toolsets that needs nothing of its own
-gets the dispatcher made for the last such run, while the settings are the same. The threads of
-sync tools are the toolbox's, shared by every run of the agent.
+(traced or not: the spans' hooks around calls are shared) gets the dispatcher made for the last
+such run, while the settings are the same. The threads of sync tools are the toolbox's, shared
+by every run of the agent.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Toolbox:
         self._tools = tuple(tools)
         self._toolsets = tuple(toolsets)
         self._threads = ToolThreads()
-        # The last dispatcher made without tracing or a typed answer, by what it was made of:
+        # The last dispatcher made without a typed answer, by what it was made of:
         # the next run with the same settings and the same tools listed gets it again.
         self._plain: tuple[tuple[Any, ...], Dispatcher] | None = None
 
@@ -49,9 +50,11 @@ class Toolbox:
     ) -> tuple[Dispatcher, ToolWatch | None]:
         """`dispatcher`, and what the run offers from each toolset, to see their tools change
         (None without toolsets)."""
-        plain = tracing is None and answer is None
+        plain = answer is None  # a typed answer's `final_answer` is the run's own tool
+        # A traced run's calls go through its spans' hooks, the same for every run of the agent.
+        effects = config.effects if tracing is None else tracing.around(config.effects)
         key: tuple[Any, ...] = (
-            config.effects, config.tool_timeout, config.max_tool_output, config.backoff
+            effects, config.tool_timeout, config.max_tool_output, config.backoff
         )  # fmt: skip
         listings: tuple[Listing, ...] = ()
         listed: tuple[Tool, ...] = ()
@@ -66,7 +69,6 @@ class Toolbox:
         tools = (*self._tools, *listed)
         tools = tools if answer is None else (*tools, answer)
         check_unique_names(tools)
-        effects = config.effects if tracing is None else tracing.around(config.effects)
         dispatcher = Dispatcher(
             {t.name: t for t in tools},
             tool_timeout=config.tool_timeout,

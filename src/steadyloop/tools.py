@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from steadyloop import texts
 from steadyloop.errors import ConfigError
@@ -85,6 +85,10 @@ class Tool:
     `context_types` maps each parameter the dispatcher fills in with the call's `RunContext`
     (after `bind`, which leaves them out) to the deps type it expects.
     """
+
+    starts_runs: ClassVar[bool] = False
+    """True for a tool whose calls run another agent (`Agent.as_tool`): a run that offers one
+    lets the child runs find it (`steadyloop.runs.CALLER`)."""
 
     def __init__(
         self,

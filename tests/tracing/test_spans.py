@@ -4,6 +4,7 @@ only when asked for, retries, stops and compactions as events, untraced runs unc
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import threading
@@ -26,6 +27,7 @@ from steadyloop import (
     ToolError,
     TurnLimitExceeded,
     Usage,
+    UserMessage,
     tool,
 )
 from steadyloop.messages import Message
@@ -185,6 +187,49 @@ async def test_the_tool_spans_of_one_turn_overlap(
     assert second.end_time is not None
     assert first.start_time < second.end_time
     assert second.start_time < first.end_time
+
+
+async def test_concurrent_runs_of_one_agent_each_nest_their_calls_under_their_own_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """The hooks that trace calls are shared by an agent's runs: each call must still find its
+    own run's span, however the runs interleave."""
+    all_waiting = asyncio.Barrier(4)
+
+    async def reply(messages: Sequence[Message], tools: object) -> AssistantMessage:
+        prompt = messages[0]
+        assert isinstance(prompt, UserMessage)
+        if len(messages) == 1:
+            await all_waiting.wait()  # every run is waiting on its model at once
+            return calls(("add", f'{{"a": {prompt.text}, "b": 100}}'))
+        await asyncio.sleep(0)
+        return AssistantMessage(f"done {prompt.text}")
+
+    agent = Agent(FunctionModel(reply), tools=[add], tracer_provider=provider, trace_content=True)
+    results = await asyncio.gather(*(agent.run(str(n)) for n in range(4)))
+    await agent.aclose()
+
+    assert [result.output for result in results] == [f"done {n}" for n in range(4)]
+    spans = exporter.get_finished_spans()
+    runs = named(spans, "invoke_agent")
+    assert len(runs) == 4
+    prompts_seen = set()
+    for run in runs:
+        children = [span for span in spans if parent_id(span) == span_id(run)]
+        assert sorted(span.name for span in children) == [
+            "chat function",
+            "chat function",
+            "execute_tool add",
+        ]
+        # The run's own prompt, in both of its model calls and in its tool call's arguments.
+        (tool_span,) = named(children, "execute_tool add")
+        arguments = json.loads(attributes(tool_span)["gen_ai.tool.call.arguments"])
+        prompt = str(arguments["a"])
+        for chat in named(children, "chat function"):
+            first = json.loads(attributes(chat)["gen_ai.input.messages"])[0]
+            assert first["parts"][0]["content"] == prompt
+        prompts_seen.add(prompt)
+    assert prompts_seen == {"0", "1", "2", "3"}
 
 
 SECRETS = {

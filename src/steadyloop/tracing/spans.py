@@ -7,9 +7,11 @@
     │   └── invoke_agent              a sub-agent's run (`Agent.as_tool`), with its own spans
     └── ...                           compaction and limit stops as events on the run span
 
-A `Tracing` is an `Effects` (outermost, around the agent's own) plus a hook around the whole run;
-each span is made current while its part runs, so the tool span is the parent of whatever the
-tool's code traces, in a worker thread too (sync tools run in a copy of the caller's context).
+A `Tracing` is a run's hook around the whole run; the hooks around its calls (an `Effects`,
+outermost, around the agent's own) are shared by every run of one model traced to one provider,
+so a traced run's dispatcher is made once, like an untraced one's. Each span is made current
+while its part runs, so the tool span is the parent of whatever the tool's code traces, in a
+worker thread too (sync tools run in a copy of the caller's context).
 Content — instructions, messages, tool arguments and results, the texts of errors — is recorded
 only when asked for.
 """
@@ -62,9 +64,11 @@ class _Shared:
     """What the spans of every run of one model traced to one provider start with, made on the
     first such run: the tracer, the names, and the starting attributes of a run's span without
     ids and of each chat span without content (the SDK copies the attributes it is given, so
-    one mapping serves every span)."""
+    one mapping serves every span); and the hooks around those runs' calls, with content and
+    without (`_CallSpans`)."""
 
     __slots__ = (
+        "calls",
         "chat_attributes",
         "chat_name",
         "model",
@@ -90,6 +94,13 @@ class _Shared:
             PROVIDER: self.provider,
             REQUEST_MODEL: self.model,
         }
+        self.calls: dict[bool, _CallSpans] = {}  # by whether they record content
+
+    def call_spans(self, content: bool) -> _CallSpans:
+        spans = self.calls.get(content)
+        if spans is None:
+            spans = self.calls[content] = _CallSpans(self, content)
+        return spans
 
 
 # One tracer per provider, made on its first traced run (making one costs tens of µs); by
@@ -119,22 +130,16 @@ def _shared_for(provider: TracerProvider | None, model: Model) -> _Shared:
     return shared
 
 
-class Tracing(Effects):
-    """The spans of one run: its own around the run, and one around each model and tool call."""
+class Tracing:
+    """The spans of one run: its own around the run (`run`), and, through `around`, one
+    around each model and tool call (the hooks, shared by the runs of one model traced to one
+    provider, find the run's span as the current one)."""
 
-    __slots__ = (
-        "_content",
-        "_run_span",
-        "_shared",
-        "_tracer",
-        "_tracer_provider",
-        "conversation",
-    )
+    __slots__ = ("_calls", "_content", "_run_span", "_tracer_provider", "conversation")
 
     def __init__(self, provider: TracerProvider | None, content: bool, model: Model) -> None:
         self._tracer_provider = provider
-        self._shared = _shared_for(provider, model)
-        self._tracer = self._shared.tracer
+        self._calls = _shared_for(provider, model).call_spans(content)
         self._content = content
         self._run_span: Span | None = None
         self.conversation: str | None = None
@@ -147,10 +152,9 @@ class Tracing(Effects):
         return Tracing(self._tracer_provider, self._content, model)
 
     def around(self, effects: Effects | None) -> Effects:
-        """These spans around the agent's own effects."""
-        if effects is None:
-            return self
-        return nest([self, effects]) or self  # two effects always nest into one
+        """The call spans around the agent's own effects (the same object for every run of
+        these effects, so the agent's tools and their dispatcher serve them all)."""
+        return self._calls.around(effects)
 
     async def run(
         self, run_id: str | None, execute: Callable[[], Awaitable[RunResult]]
@@ -164,7 +168,7 @@ class Tracing(Effects):
             partial = getattr(exc, "result", None)  # a limit's or a fatal tool error's
             if isinstance(partial, RunResult):
                 _record_result(span, partial)
-            self._record_error(span, exc)
+            _record_error(span, exc, self._content)
             raise
         finally:
             otel_context.detach(token)
@@ -173,112 +177,20 @@ class Tracing(Effects):
         span.end()
         return result
 
-    async def model_call(
-        self, call: ModelCall, proceed: Callable[[], Awaitable[AssistantMessage]]
-    ) -> AssistantMessage:
-        span = self._start_chat(call)
-        # current while the call runs (its children's parent); an error ends it as failed
-        token = otel_context.attach(trace.set_span_in_context(span))
-        try:
-            reply = await proceed()
-        except BaseException as exc:
-            self._record_error(span, exc)
-            raise
-        finally:
-            otel_context.detach(token)
-        ended = _usage(reply.usage) if reply.usage is not None else {}
-        if reply.model is not None:  # the model that answered (which one, for a Fallback)
-            ended["gen_ai.response.model"] = self._answered_by(reply.model)
-        if reply.response_id is not None:
-            ended["gen_ai.response.id"] = reply.response_id
-        if reply.stop_reason is not None:
-            ended["gen_ai.response.finish_reasons"] = (reply.stop_reason,)
-        if self._content:
-            ended["gen_ai.output.messages"] = _json([_output_message(reply)])
-        span.set_attributes(ended)
-        span.end()
-        return reply
-
-    async def tool_call(
-        self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
-    ) -> ToolCallFinished:
-        span = self._start_tool(call)
-        token = otel_context.attach(trace.set_span_in_context(span))  # as for a model call
-        try:
-            finished = await proceed()
-        except BaseException as exc:
-            self._record_error(span, exc)
-            raise
-        finally:
-            otel_context.detach(token)
-        ended: dict[str, Any] = {
-            "steadyloop.tool.attempts": finished.attempts,
-            "steadyloop.tool.truncated": finished.truncated,
-        }
-        if isinstance(finished, AwaitingApproval):  # deferred: nothing ran, nothing failed
-            ended["steadyloop.tool.awaiting_approval"] = True
-        elif finished.is_error:
-            ended[ERROR_TYPE] = _tool_error_type(call, finished)
-            text = finished.result.content if self._content else None
-            span.set_status(Status(StatusCode.ERROR, text))
-        elif self._content:
-            ended["gen_ai.tool.call.result"] = finished.result.content
-        span.set_attributes(ended)
-        span.end()
-        return finished
-
     # The spans are started by plain functions: their attributes (copied by the span) are
     # garbage at once instead of living as long as the call, as a coroutine's locals would.
 
     def _start_run(self, run_id: str | None) -> Span:
-        attributes = self._shared.run_attributes
+        shared = self._calls.shared
+        attributes = shared.run_attributes
         if run_id is not None or self.conversation is not None:
             attributes = dict(attributes)
             if run_id is not None:
                 attributes["steadyloop.run_id"] = run_id
             if self.conversation is not None:
                 attributes[CONVERSATION] = self.conversation
-        return self._tracer.start_span(
+        return shared.tracer.start_span(
             "invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes
-        )
-
-    def _start_chat(self, call: ModelCall) -> Span:
-        shared = self._shared
-        attributes = shared.chat_attributes
-        if self._content:
-            attributes = dict(attributes)
-            request = call.request
-            if request.instructions:
-                attributes["gen_ai.system_instructions"] = _json(
-                    [{"type": "text", "content": request.instructions}]
-                )
-            attributes["gen_ai.input.messages"] = _json(_input_messages(request.messages))
-        return self._tracer.start_span(
-            shared.chat_name, kind=SpanKind.CLIENT, attributes=attributes
-        )
-
-    def _answered_by(self, spec: str) -> str:
-        """The bare name of the model that answered (`spec`, as the reply names it)."""
-        if spec == self._shared.spec:
-            return self._shared.model
-        return provider_and_model(spec)[1]
-
-    def _start_tool(self, call: ToolInvocation) -> Span:
-        name = call.call.name
-        attributes: dict[str, Any] = {
-            OPERATION: "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": call.call.id,
-            "gen_ai.tool.type": "function",
-        }
-        if call.tool is not None:
-            attributes["gen_ai.tool.description"] = call.tool.description
-        if self._content:
-            attributes["gen_ai.tool.call.arguments"] = _arguments_text(call.call)
-        return self._tracer.start_span(
-            f"execute_tool {name}" if name else "execute_tool",
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
         )
 
     def observe(self, event: Event) -> None:
@@ -317,14 +229,131 @@ class Tracing(Effects):
                 attributes["steadyloop.limit.message"] = event.message
             self._run_span.add_event("steadyloop.limit", attributes)
 
-    def _record_error(self, span: Span, exc: BaseException) -> None:
-        """Ends `span` as failed: the error's kind always, its text only with content."""
-        # the dispatcher carries a run-stopping exception out of a call as `cause`
-        cause = getattr(exc, "cause", None)
-        error = cause if isinstance(cause, BaseException) else exc
-        span.set_attribute(ERROR_TYPE, type(error).__qualname__)
-        span.set_status(Status(StatusCode.ERROR, str(error) if self._content else None))
+
+class _CallSpans(Effects):
+    """The hooks that put a span around each model and tool call, made current while the call
+    runs (the parent of what it traces, a sub-agent's run included). They keep nothing of any
+    one run: the run's own span is the current one as its calls start."""
+
+    __slots__ = ("_around", "_content", "shared")
+
+    def __init__(self, shared: _Shared, content: bool) -> None:
+        self.shared = shared
+        self._content = content
+        # These hooks around the last effects asked for: the agent's effects, made once.
+        self._around: tuple[Effects | None, Effects] | None = None
+
+    def around(self, effects: Effects | None) -> Effects:
+        """These hooks around `effects` (outermost)."""
+        if effects is None:
+            return self
+        made = self._around
+        if made is None or made[0] is not effects:
+            made = self._around = (effects, nest([self, effects]) or self)
+        return made[1]
+
+    async def model_call(
+        self, call: ModelCall, proceed: Callable[[], Awaitable[AssistantMessage]]
+    ) -> AssistantMessage:
+        span = self._start_chat(call)
+        # current while the call runs (its children's parent); an error ends it as failed
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            reply = await proceed()
+        except BaseException as exc:
+            _record_error(span, exc, self._content)
+            raise
+        finally:
+            otel_context.detach(token)
+        ended = _usage(reply.usage) if reply.usage is not None else {}
+        if reply.model is not None:  # the model that answered (which one, for a Fallback)
+            ended["gen_ai.response.model"] = self._answered_by(reply.model)
+        if reply.response_id is not None:
+            ended["gen_ai.response.id"] = reply.response_id
+        if reply.stop_reason is not None:
+            ended["gen_ai.response.finish_reasons"] = (reply.stop_reason,)
+        if self._content:
+            ended["gen_ai.output.messages"] = _json([_output_message(reply)])
+        span.set_attributes(ended)
         span.end()
+        return reply
+
+    async def tool_call(
+        self, call: ToolInvocation, proceed: Callable[[], Awaitable[ToolCallFinished]]
+    ) -> ToolCallFinished:
+        span = self._start_tool(call)
+        token = otel_context.attach(trace.set_span_in_context(span))  # as for a model call
+        try:
+            finished = await proceed()
+        except BaseException as exc:
+            _record_error(span, exc, self._content)
+            raise
+        finally:
+            otel_context.detach(token)
+        ended: dict[str, Any] = {
+            "steadyloop.tool.attempts": finished.attempts,
+            "steadyloop.tool.truncated": finished.truncated,
+        }
+        if isinstance(finished, AwaitingApproval):  # deferred: nothing ran, nothing failed
+            ended["steadyloop.tool.awaiting_approval"] = True
+        elif finished.is_error:
+            ended[ERROR_TYPE] = _tool_error_type(call, finished)
+            text = finished.result.content if self._content else None
+            span.set_status(Status(StatusCode.ERROR, text))
+        elif self._content:
+            ended["gen_ai.tool.call.result"] = finished.result.content
+        span.set_attributes(ended)
+        span.end()
+        return finished
+
+    def _start_chat(self, call: ModelCall) -> Span:
+        shared = self.shared
+        attributes = shared.chat_attributes
+        if self._content:
+            attributes = dict(attributes)
+            request = call.request
+            if request.instructions:
+                attributes["gen_ai.system_instructions"] = _json(
+                    [{"type": "text", "content": request.instructions}]
+                )
+            attributes["gen_ai.input.messages"] = _json(_input_messages(request.messages))
+        return shared.tracer.start_span(
+            shared.chat_name, kind=SpanKind.CLIENT, attributes=attributes
+        )
+
+    def _answered_by(self, spec: str) -> str:
+        """The bare name of the model that answered (`spec`, as the reply names it)."""
+        if spec == self.shared.spec:
+            return self.shared.model
+        return provider_and_model(spec)[1]
+
+    def _start_tool(self, call: ToolInvocation) -> Span:
+        name = call.call.name
+        attributes: dict[str, Any] = {
+            OPERATION: "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": call.call.id,
+            "gen_ai.tool.type": "function",
+        }
+        if call.tool is not None:
+            attributes["gen_ai.tool.description"] = call.tool.description
+        if self._content:
+            attributes["gen_ai.tool.call.arguments"] = _arguments_text(call.call)
+        return self.shared.tracer.start_span(
+            f"execute_tool {name}" if name else "execute_tool",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+
+
+def _record_error(span: Span, exc: BaseException, content: bool) -> None:
+    """Ends `span` as failed: the error's kind always, its text only with `content`."""
+    # the dispatcher carries a run-stopping exception out of a call as `cause`
+    cause = getattr(exc, "cause", None)
+    error = cause if isinstance(cause, BaseException) else exc
+    span.set_attribute(ERROR_TYPE, type(error).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, str(error) if content else None))
+    span.end()
 
 
 def _record_result(span: Span, result: RunResult) -> None:
