@@ -110,7 +110,8 @@ def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
     before the model reads it); "batch" is `Agent(durability="batch")`, where the log writer
     gathers events in the background (n/a on a checkout without it). Runs go in blocks of ten,
     and a logged block ends with the log flushed, so work the log leaves to a background writer
-    is charged to the logged block and not to the next one.
+    is charged to the logged block and not to the next one; the blocks go in a new order each
+    round.
     """
     if importlib.util.find_spec("steadyloop.store") is None:
         return {"na": "n/a (no run log)"}
@@ -142,16 +143,22 @@ def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
             samples: dict[str, list[float]] = {
                 k: [] for k in ("off", "on", "batch", "bare", "sqlite_floor")
             }
+            blocks: dict[str, tuple[Runs, Callable[[], object]]] = {
+                "off": (plain, lambda: None),
+                "on": (logged, flush),
+                "bare": (bare, lambda: None),
+                "sqlite_floor": (floor, lambda: None),
+            }
+            if gathering is not None:
+                blocks["batch"] = (gathering, batch_flush)
             started = time.perf_counter()
             for number in range(settings.reps + 1):
-                times = {
-                    "off": await timed(plain, lambda: None),
-                    "on": await timed(logged, flush),
-                    "bare": await timed(bare, lambda: None),
-                    "sqlite_floor": await timed(floor, lambda: None),
-                }
-                if gathering is not None:
-                    times["batch"] = await timed(gathering, batch_flush)
+                # In a new order each round (as S10): what a block leaves behind (a writer
+                # thread woken, the file system's own writing) must not always slow the same
+                # configuration after it.
+                order = list(blocks.items())
+                random.Random(number).shuffle(order)
+                times = {name: await timed(*block) for name, block in order}
                 if number > 0:  # the first round warms up
                     for name, value in times.items():
                         samples[name].append(value)

@@ -141,6 +141,9 @@ class Session:
         """Nothing to do: Postgres keeps itself. (Called without `lock`, unlike the rest of
         this section.)"""
 
+    def upkeep_due(self) -> bool:
+        return False
+
     # -- claims --------------------------------------------------------------------------------
 
     def claim(self, run_id: str) -> bool:

@@ -279,15 +279,18 @@ class _Backend:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
 
+    def upkeep_due(self) -> bool:
+        """Whether enough commits or rows went in to fold the log (read without the lock)."""
+        return (
+            self._rows_since_checkpoint >= CHECKPOINT_ROWS
+            or self._commits_since_checkpoint >= CHECKPOINT_COMMITS
+        )
+
     def upkeep(self) -> None:
         """Folds the write-ahead log into the file once enough commits or rows went in. With
         the writer's lock held, so no commit lands meanwhile: only then does SQLite start the
         write-ahead log over at the next commit instead of letting it grow."""
-        # Read without the lock: a hint.
-        if (
-            self._rows_since_checkpoint < CHECKPOINT_ROWS
-            and self._commits_since_checkpoint < CHECKPOINT_COMMITS
-        ):
+        if not self.upkeep_due():
             return
         with self._lock, contextlib.suppress(sqlite3.Error):  # a reader in the way: next time
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -10,8 +10,13 @@ cheaper than a hand-off to the thread and back) and waits for the thread otherwi
 loop never blocks on another connection's lock or on a server; once a commit finds the thread
 stuck waiting, the next ones go straight to it until it is through. The thread commits only
 rows nobody committed within its gathering time, so it does not race such a run for its own
-rows. Upkeep (SQLite's checkpoints) runs on the background thread only, after its own commits
-and after those made on the callers' threads.
+rows. With such a local file, rows recorded on an event loop do not wake the thread at all
+unless they are still queued once that time is up (a timer of the loop's checks): a run that
+reaches its next commit point first commits them itself, and the thread sleeps. Waking a thread
+is not free for the rest of the process: on a machine whose cores share their execution units,
+every other task ran up to half again as slow for a while after each wake-up. `flush()` commits
+on the caller's thread the same way. Upkeep (SQLite's checkpoints) runs on the background thread
+only: after its own commits, and woken for it once the callers' commits have made it due.
 
 A write that fails (disk full, a damaged page, a lock held too long, a dropped connection)
 fails only its own run: the batch is rolled back and its rows are tried again run by run, so
@@ -70,6 +75,9 @@ class Backend(Protocol):
         without `lock`, often: it takes the lock itself only when it has work to do, so a
         commit on the caller's thread seldom finds the lock taken."""
 
+    def upkeep_due(self) -> bool:
+        """Whether `upkeep` has work to do now (read without `lock`: a hint)."""
+
 
 class _Done:
     """A marker the writer sets once everything queued before it is committed."""
@@ -124,13 +132,34 @@ class LogWriter:
         self._stalled = False
 
     def submit(self, row: Row) -> None:
-        """Queues a row to write; wakes the thread when the queue was empty (once it is
-        awake it takes everything queued by then)."""
+        """Queues a row to write. When the queue was empty the thread is told (once it is
+        awake it takes everything queued by then): at once, or, for rows recorded on an event
+        loop whose runs commit on their own thread, only if the row is still queued after the
+        gathering time."""
         if self._thread is None:
             self._start()
         was_empty = not self._items
         self._items.append(row)
-        if was_empty and not self._wake.is_set():
+        if not was_empty:
+            return
+        if self._backend.commits_here:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # a worker thread's row (a status, a run started off the loop)
+                pass
+            else:
+                loop.call_later(GATHER_SECONDS, self._wake_if_queued, row)
+                return
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def _wake_if_queued(self, row: Row) -> None:
+        """Has the thread commit at once if `row` still heads the queue: it has gathered for
+        its time and nobody committed it (a run waiting on its model, a run that commits only
+        at its end, a commit that found the database busy and left it to the thread)."""
+        items = self._items
+        if items and items[0] is row:
+            self._hurry.set()
             self._wake.set()
 
     def failure(self, run_id: str) -> BaseException | None:
@@ -150,11 +179,13 @@ class LogWriter:
         await marker.future
 
     def flush(self) -> None:
-        """Returns once every row queued before it is committed (blocks the caller)."""
-        if self._thread is not None:
-            marker = _Done()
-            self._enqueue_urgent(marker)
-            marker.done.wait()
+        """Returns once every row queued before it is committed (blocks the caller); on the
+        caller's thread where `commit()` would commit there."""
+        if self._thread is None or (self._backend.commits_here and self._commit_here()):
+            return
+        marker = _Done()
+        self._enqueue_urgent(marker)
+        marker.done.wait()
 
     def close(self) -> None:
         """Commits what is queued and stops the thread."""
@@ -190,6 +221,8 @@ class LogWriter:
                 item.set()
             elif item is None:
                 self._enqueue_urgent(None)  # a stop request is the thread's to act on
+        if self._backend.upkeep_due() and not self._wake.is_set():
+            self._wake.set()  # the thread checkpoints after the commits made here too
         return True
 
     def _take(self) -> list[_Item]:

@@ -1,0 +1,45 @@
+"""Rows a run records on the event loop reach the file within moments even when the run does
+not commit them itself (a `durability="batch"` run waiting on its model): the writer commits
+what is still queued once its gathering time is up."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from steadyloop import Agent, AssistantMessage, UserMessage
+from steadyloop.messages import Message
+from steadyloop.store import SQLiteStore
+from steadyloop.testing import FunctionModel
+
+
+async def test_a_batch_run_waiting_on_its_model_is_in_the_file_meanwhile(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    store = SQLiteStore(path)
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    async def reply(messages: Sequence[Message], tools: object) -> AssistantMessage:
+        asked.set()
+        await answer.wait()
+        return AssistantMessage("done")
+
+    agent = Agent(FunctionModel(reply), store=store, durability="batch")
+    run = asyncio.create_task(agent.run("hello"))
+    await asked.wait()
+    # Another connection sees only what is committed: the run and its prompt, while it waits.
+    reader = SQLiteStore(path, read_only=True)
+    try:
+        for _ in range(500):
+            found = reader.runs(5)
+            if found:
+                break
+            await asyncio.sleep(0.01)
+        (info,) = found
+        assert info.status == "running"
+        assert reader.messages(info.id) == (UserMessage("hello"),)
+    finally:
+        answer.set()
+        assert (await run).output == "done"
+        reader.close()
+        store.close()
