@@ -13,9 +13,9 @@ rows nobody committed within its gathering time, so it does not race such a run 
 rows. With such a local file, rows recorded on an event loop do not wake the thread at all
 unless they are still queued once that time is up (a timer of the loop's checks): a run that
 reaches its next commit point first commits them itself, and the thread sleeps. Waking a thread
-is not free for the rest of the process: on a machine whose cores share their execution units,
-every other task ran up to half again as slow for a while after each wake-up. `flush()` commits
-on the caller's thread the same way. Upkeep (SQLite's checkpoints) runs on the background thread
+is not free for the rest of the process: measured on two virtual cores, the event loop's thread
+ran up to half again as slow for about 15 ms after each wake-up. `flush()` commits on the
+caller's thread the same way. Upkeep (SQLite's checkpoints) runs on the background thread
 only: after its own commits, and woken for it once the callers' commits have made it due.
 
 A write that fails (disk full, a damaged page, a lock held too long, a dropped connection)

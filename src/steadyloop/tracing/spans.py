@@ -241,7 +241,7 @@ class _CallSpans(Effects):
         self.shared = shared
         self._content = content
         # These hooks around the last effects asked for: the agent's effects, made once.
-        self._around: tuple[Effects | None, Effects] | None = None
+        self._around: tuple[Effects, Effects] | None = None
 
     def around(self, effects: Effects | None) -> Effects:
         """These hooks around `effects` (outermost)."""
