@@ -196,7 +196,7 @@ def assert_valid(entries: Sequence[Message]) -> None:
 async def drive(script: Script, compaction: Compaction | None, max_turns: int) -> Run:
     agent = build_agent(script, compaction, max_turns)
     history = (UserMessage("earlier"), AssistantMessage("earlier answer"))
-    launch = await launch_for(agent, None, None, None)
+    launch = launch_for(agent, None, None, None)
     run = Run(launch.config, launch.dispatcher, RunStart.fresh(UserMessage("do the plan"), history))
     task = asyncio.create_task(run.execute())
     script.run_task = task

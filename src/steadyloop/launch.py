@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from steadyloop import runs, sessions
@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from steadyloop.agent import Agent
     from steadyloop.approvals import Decisions
     from steadyloop.events import Event
+    from steadyloop.toolchanges import Listing
     from steadyloop.tracing.spans import Tracing
 
-__all__ = ["launch_for", "resume", "run", "run_sync", "snapshot", "stream"]
+__all__ = ["launch_for", "launch_listing", "resume", "run", "run_sync", "snapshot", "stream"]
 
 T = TypeVar("T")
 
@@ -43,24 +44,37 @@ def snapshot(agent: Agent[Any]) -> RunConfig:
     )  # fmt: skip
 
 
-async def launch_for(
+def launch_for(
+    agent: Agent[Any],
+    output: Any,
+    deps: Any,
+    on_event: runs.OnEvent | None,
+    caller: Tracing | None = None,
+    listings: tuple[Listing, ...] = (),
+) -> runs.Launch:
+    """What one run gets from `agent` as it is now: a snapshot of its settings, a dispatcher
+    with every tool (those its toolsets listed in `listings`, the `final_answer` of the run's
+    `output` type), spans. `caller`: the spans of the run whose tool call starts this one (a
+    sub-agent's run), which traces it too unless `agent` has its own tracer provider."""
+    config = snapshot(agent)
+    answer = agent._answers.for_run(output)
+    tracing = run_tracing(agent.tracer_provider, agent.trace_content, agent.model)
+    if caller is not None and agent.tracer_provider is None:
+        tracing = caller.for_child(agent.model)
+    dispatcher, watch = agent._toolbox.for_run(config, tracing, answer, listings)
+    return runs.Launch(config, dispatcher, tracing, answer, deps, on_event, watch)
+
+
+async def launch_listing(
     agent: Agent[Any],
     output: Any,
     deps: Any,
     on_event: runs.OnEvent | None,
     caller: Tracing | None = None,
 ) -> runs.Launch:
-    """What one run gets from `agent` as it is now: a snapshot of its settings, a dispatcher
-    with every tool (toolsets started, the `final_answer` of the run's `output` type added),
-    spans. `caller`: the spans of the run whose tool call starts this one (a sub-agent's run),
-    which traces it too unless `agent` has its own tracer provider."""
-    config = snapshot(agent)
-    answer = agent._answers.for_run(output)
-    tracing = run_tracing(agent.tracer_provider, agent.trace_content, agent.model)
-    if caller is not None and agent.tracer_provider is None:
-        tracing = caller.for_child(agent.model)
-    dispatcher, watch = await agent._toolbox.for_run(config, tracing, answer)
-    return runs.Launch(config, dispatcher, tracing, answer, deps, on_event, watch)
+    """`launch_for` once `agent`'s toolsets have listed their tools (started on first use)."""
+    listings = await agent._toolbox.listed()
+    return launch_for(agent, output, deps, on_event, caller, listings)
 
 
 def run(
@@ -75,7 +89,7 @@ def run(
     if_exists: runs.IfExists,
     session: str | None,
     fork_from: str | None,
-) -> Awaitable[RunResult[Any]]:
+) -> Coroutine[Any, Any, RunResult[Any]]:
     """`Agent.run`: a new run, or, for a `run_id` the log holds, what `if_exists` says. Not a
     coroutine of its own: a new run keeps nothing of it on the stack while it goes on."""
     message = user_message(prompt)  # a prompt that is no prompt fails here, first
@@ -116,7 +130,7 @@ async def resume(
 ) -> RunResult[Any]:
     """`Agent.resume`: a paused result goes on without the log when it has no id or the agent
     no log; anything else is claimed and goes on from the log."""
-    ready = functools.partial(launch_for, agent, output, deps, on_event)
+    ready = functools.partial(launch_listing, agent, output, deps, on_event)
     if isinstance(run, RunResult) and (run.run_id is None or agent.store is None):
         return await runs.resume_paused(run, decisions, ready)
     store = runs.require_store(agent.store, "resume")
@@ -153,14 +167,31 @@ def run_sync(start: Callable[[], Coroutine[Any, Any, T]]) -> T:
     raise RuntimeError("run_sync() was called inside a running event loop: await run()")
 
 
-async def _start(
+def _start(
+    agent: Agent[Any], message: UserMessage, history: Sequence[Message],
+    on_event: runs.OnEvent | None, output: Any, deps: Any, run_id: str | None,
+    session: str | None, fork_from: str | None,
+) -> Coroutine[Any, Any, RunResult[Any]]:  # fmt: skip
+    """A new run of `message` (see `runs.start_new`). Not a coroutine of its own when the
+    agent has no toolsets to list first: nothing of it stays on the stack while the run goes
+    on."""
+    if agent._toolbox.has_toolsets:
+        return _start_listing(agent, message, history, on_event, output, deps, run_id,
+                              session, fork_from)  # fmt: skip
+    return runs.start_new(
+        launch_for(agent, output, deps, on_event),
+        agent.store, message, history, run_id, session, fork_from,
+    )  # fmt: skip
+
+
+async def _start_listing(
     agent: Agent[Any], message: UserMessage, history: Sequence[Message],
     on_event: runs.OnEvent | None, output: Any, deps: Any, run_id: str | None,
     session: str | None, fork_from: str | None,
 ) -> RunResult[Any]:  # fmt: skip
-    """A new run of `message` (see `runs.start_new`). The launch is handed on, not kept: this
-    frame stays while the run goes on, and the run keeps what it needs of it."""
+    """`_start` of an agent with toolsets. The launch is handed on, not kept: this frame stays
+    while the run goes on, and the run keeps what it needs of it."""
     return await runs.start_new(
-        await launch_for(agent, output, deps, on_event),
+        await launch_listing(agent, output, deps, on_event),
         agent.store, message, history, run_id, session, fork_from,
     )  # fmt: skip

@@ -123,7 +123,7 @@ async def streamed(
 
 def start(
     launch: Launch, start: RunStart, store: RunLog | None, links: RunLinks | None = None
-) -> Awaitable[RunResult[Any]]:
+) -> Coroutine[Any, Any, RunResult[Any]]:
     """Runs `start` (a fresh run), logged to `store` when there is one, with `links` (its
     session, the run it continues) in its row. Not a coroutine of its own when there is no
     log: nothing of it stays on the stack while the run goes on."""
@@ -164,7 +164,7 @@ def start_new(
     run_id: str | None = None,
     session: str | None = None,
     fork_from: str | None = None,
-) -> Awaitable[RunResult[Any]]:
+) -> Coroutine[Any, Any, RunResult[Any]]:
     """Runs `message` as a new run: after `history`, or continuing the conversation `session`
     or the transcript of the run `fork_from` from the log (see `steadyloop.sessions`). Not a
     coroutine of its own: nothing of it stays on the stack while the run goes on."""
@@ -344,11 +344,21 @@ CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
 """The run the current task works for; its tool calls' tasks inherit it."""
 
 
-async def _traced(
+def _traced(
+    run: Run, store: RunLog | None, ended: Callable[[Usage], None] | None
+) -> Coroutine[Any, Any, RunResult[Any]]:
+    """Runs `run` in its logs: the run log, and its spans when it is traced; `ended` is told
+    what the run spent, however it ended. Not a coroutine of its own for a run with nothing
+    to do around it (no spans, no one to tell, no tool that starts runs)."""
+    if run.tracing is None and ended is None and not run.dispatcher.starts_runs:
+        return _logged(run, store)
+    return _traced_run(run, store, ended)
+
+
+async def _traced_run(
     run: Run, store: RunLog | None, ended: Callable[[Usage], None] | None
 ) -> RunResult[Any]:
-    """Runs `run` in its logs: the run log, and its spans when it is traced; `ended` is told
-    what the run spent, however it ended."""
+    """`_traced` of a run with spans, someone to tell its cost, or tools that start runs."""
     # Only a run whose tools start runs has anyone to tell: a plain run spares a context.
     token = CALLER.set(Caller(run, store)) if run.dispatcher.starts_runs else None
     try:
@@ -362,7 +372,7 @@ async def _traced(
             ended(run.usage)
 
 
-def _logged(run: Run, store: RunLog | None) -> Awaitable[RunResult[Any]]:
+def _logged(run: Run, store: RunLog | None) -> Coroutine[Any, Any, RunResult[Any]]:
     """Runs `run`, marking in the log how it ended when it did not end by answering, and
     releasing its claim however it ended (a run without a log just runs)."""
     if store is None or run.run_id is None:

@@ -35,7 +35,7 @@ from steadyloop.cost import has_price
 from steadyloop.costshare import CostShare
 from steadyloop.errors import FatalToolError, LimitExceeded
 from steadyloop.failures import failure_text
-from steadyloop.launch import launch_for
+from steadyloop.launch import launch_listing
 from steadyloop.messages import Usage, UserMessage
 from steadyloop.result import RunResult
 from steadyloop.start import RunStart
@@ -174,7 +174,7 @@ class AgentTool(FunctionTool):
         bounded by the caller's budget, which it shares with its siblings, told no events (the
         caller's stream has the call) but told what it spent when it ends."""
         tracing = caller.tracing if caller is not None else None
-        launch = await launch_for(self.agent, None, deps, None, caller=tracing)
+        launch = await launch_listing(self.agent, None, deps, None, caller=tracing)
         launch = dataclasses.replace(launch, ended=ended)
         if budget is None:
             return launch

@@ -37,18 +37,29 @@ class Toolbox:
         # the next run with the same settings and the same tools listed gets it again.
         self._plain: tuple[tuple[Any, ...], Dispatcher] | None = None
 
-    async def dispatcher(
-        self, config: RunConfig, tracing: Tracing | None = None, answer: Tool | None = None
-    ) -> Dispatcher:
-        """A dispatcher of every tool (the toolsets' started), `answer` among them when given,
-        each call run with `config`'s settings and effects (inside the run's spans when it is
-        traced)."""
-        return (await self.for_run(config, tracing, answer))[0]
+    @property
+    def has_toolsets(self) -> bool:
+        """Whether a run must list toolsets' tools (`listed`) before it can start."""
+        return bool(self._toolsets)
 
-    async def for_run(
-        self, config: RunConfig, tracing: Tracing | None = None, answer: Tool | None = None
+    async def listed(self) -> tuple[Listing, ...]:
+        """What each toolset offers now (starting it on first use); () without toolsets."""
+        if not self._toolsets:
+            return ()
+        from steadyloop.toolchanges import list_toolsets  # only agents with toolsets load it
+
+        return await list_toolsets(self._toolsets)
+
+    def for_run(
+        self,
+        config: RunConfig,
+        tracing: Tracing | None = None,
+        answer: Tool | None = None,
+        listings: tuple[Listing, ...] = (),
     ) -> tuple[Dispatcher, ToolWatch | None]:
-        """`dispatcher`, and what the run offers from each toolset, to see their tools change
+        """A dispatcher of every tool (the agent's, those `listings` list, and `answer` when
+        given), each call run with `config`'s settings and effects (inside the run's spans when
+        it is traced); and what the run offers from each toolset, to see their tools change
         (None without toolsets)."""
         plain = answer is None  # a typed answer's `final_answer` is the run's own tool
         # A traced run's calls go through its spans' hooks, the same for every run of the agent.
@@ -56,16 +67,16 @@ class Toolbox:
         key: tuple[Any, ...] = (
             effects, config.tool_timeout, config.max_tool_output, config.backoff
         )  # fmt: skip
-        listings: tuple[Listing, ...] = ()
         listed: tuple[Tool, ...] = ()
-        if self._toolsets:  # imported only by agents that have toolsets
-            from steadyloop.toolchanges import ToolWatch, list_toolsets
+        watch = None
+        if listings:
+            from steadyloop.toolchanges import ToolWatch
 
-            listings = await list_toolsets(self._toolsets)
             listed = tuple(tool for listing in listings for tool in listing.tools)
             key += listed
+            watch = ToolWatch(listings)
         if plain and self._plain is not None and self._plain[0] == key:
-            return self._plain[1], ToolWatch(listings) if listings else None
+            return self._plain[1], watch
         tools = (*self._tools, *listed)
         tools = tools if answer is None else (*tools, answer)
         check_unique_names(tools)
@@ -79,7 +90,7 @@ class Toolbox:
         )
         if plain:
             self._plain = (key, dispatcher)
-        return dispatcher, ToolWatch(listings) if listings else None
+        return dispatcher, watch
 
     async def aclose(self) -> None:
         """Stops the toolsets (MCP servers) and the threads of sync tools."""

@@ -5,6 +5,7 @@ what is still queued once its gathering time is up."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,4 +43,35 @@ async def test_a_batch_run_waiting_on_its_model_is_in_the_file_meanwhile(tmp_pat
         answer.set()
         assert (await run).output == "done"
         reader.close()
+        store.close()
+
+
+async def test_batch_runs_on_an_event_loop_commit_there_and_leave_the_writer_thread_asleep(
+    tmp_path: Path,
+) -> None:
+    """Waking a thread slows the event loop's thread for a while after (on two cores, up to
+    half again as slow): rows a run records on the loop are committed there, by the run or,
+    once they have waited the gathering time, by the loop's timer."""
+    store = SQLiteStore(tmp_path / "runs.db")
+    committed_in: set[str] = set()
+    backend = store._backend
+    commit = backend.commit
+
+    def commit_noting_the_thread() -> None:
+        committed_in.add(threading.current_thread().name)
+        commit()
+
+    backend.commit = commit_noting_the_thread  # type: ignore[method-assign]
+
+    async def reply(messages: Sequence[Message], tools: object) -> AssistantMessage:
+        await asyncio.sleep(0.005)  # past the gathering time: the timer commits the rows
+        return AssistantMessage("done")
+
+    agent = Agent(FunctionModel(reply), store=store, durability="batch")
+    try:
+        for _ in range(5):
+            assert (await agent.run("hello")).output == "done"
+        assert committed_in == {threading.current_thread().name}
+        assert len(store.runs(10)) == 5
+    finally:
         store.close()

@@ -10,13 +10,14 @@ cheaper than a hand-off to the thread and back) and waits for the thread otherwi
 loop never blocks on another connection's lock or on a server; once a commit finds the thread
 stuck waiting, the next ones go straight to it until it is through. The thread commits only
 rows nobody committed within its gathering time, so it does not race such a run for its own
-rows. With such a local file, rows recorded on an event loop do not wake the thread at all
-unless they are still queued once that time is up (a timer of the loop's checks): a run that
-reaches its next commit point first commits them itself, and the thread sleeps. Waking a thread
-is not free for the rest of the process: measured on two virtual cores, the event loop's thread
-ran up to half again as slow for about 15 ms after each wake-up. `flush()` commits on the
-caller's thread the same way. Upkeep (SQLite's checkpoints) runs on the background thread
-only: after its own commits, and woken for it once the callers' commits have made it due.
+rows. With such a local file, rows recorded on an event loop do not wake the thread at all: a
+run that reaches its next commit point first commits them itself, and rows still queued once
+the gathering time is up are committed by a timer on the loop the same way (the thread takes
+them only when that would mean waiting). Waking a thread is not free for the rest of the
+process: measured on two virtual cores, the event loop's thread ran up to half again as slow
+for about 15 ms after each wake-up. `flush()` commits on the caller's thread the same way.
+Upkeep (SQLite's checkpoints) runs on the background thread only: after its own commits, and
+woken for it once the callers' commits have made it due.
 
 A write that fails (disk full, a damaged page, a lock held too long, a dropped connection)
 fails only its own run: the batch is rolled back and its rows are tried again run by run, so
@@ -148,17 +149,19 @@ class LogWriter:
             except RuntimeError:  # a worker thread's row (a status, a run started off the loop)
                 pass
             else:
-                loop.call_later(GATHER_SECONDS, self._wake_if_queued, row)
+                loop.call_later(GATHER_SECONDS, self._commit_if_queued, row)
                 return
         if not self._wake.is_set():
             self._wake.set()
 
-    def _wake_if_queued(self, row: Row) -> None:
-        """Has the thread commit at once if `row` still heads the queue: it has gathered for
-        its time and nobody committed it (a run waiting on its model, a run that commits only
-        at its end, a commit that found the database busy and left it to the thread)."""
+    def _commit_if_queued(self, row: Row) -> None:
+        """On the loop, once `row` has gathered for its time: if it still heads the queue
+        (nobody committed it: a run waiting on a slow call, a run that commits only at its
+        end), commits it with everything queued after it here, as a run's own commit would;
+        hands them to the thread when that would mean waiting (the database busy, the thread
+        stuck or committing)."""
         items = self._items
-        if items and items[0] is row:
+        if items and items[0] is row and not self._commit_here():
             self._hurry.set()
             self._wake.set()
 
