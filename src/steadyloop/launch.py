@@ -54,8 +54,9 @@ def launch_for(
 ) -> runs.Launch:
     """What one run gets from `agent` as it is now: a snapshot of its settings, a dispatcher
     with every tool (those its toolsets listed in `listings`, the `final_answer` of the run's
-    `output` type), spans. `caller`: the spans of the run whose tool call starts this one (a
-    sub-agent's run), which traces it too unless `agent` has its own tracer provider."""
+    `output` type), spans. An agent with toolsets is launched by `launch_listing`, which lists
+    them first. `caller`: the spans of the run whose tool call starts this one (a sub-agent's
+    run), which traces it too unless `agent` has its own tracer provider."""
     config = snapshot(agent)
     answer = agent._answers.for_run(output)
     tracing = run_tracing(agent.tracer_provider, agent.trace_content, agent.model)

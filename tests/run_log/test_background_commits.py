@@ -9,10 +9,11 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from steadyloop import Agent, AssistantMessage, UserMessage
+from steadyloop import Agent, Approve, AssistantMessage, ToolCall, ToolResult, UserMessage, tool
 from steadyloop.messages import Message
 from steadyloop.store import SQLiteStore
 from steadyloop.testing import FunctionModel
+from steadyloop.transcript import calls_answered
 
 
 async def test_a_batch_run_waiting_on_its_model_is_in_the_file_meanwhile(tmp_path: Path) -> None:
@@ -75,3 +76,46 @@ async def test_batch_runs_on_an_event_loop_commit_there_and_leave_the_writer_thr
         assert len(store.runs(10)) == 5
     finally:
         store.close()
+
+
+async def test_a_batch_run_paused_for_approval_goes_on_from_the_log_in_a_new_store(
+    tmp_path: Path,
+) -> None:
+    """The rows the loop's timer committed while the model took its time, and those the run's
+    end committed, are the whole run: a new store resumes it from them and runs the approved
+    call once."""
+    path = tmp_path / "runs.db"
+    refunded: list[str] = []
+
+    @tool(approve=True)
+    def refund(order: str) -> str:
+        """Refunds an order."""
+        refunded.append(order)
+        return f"refunded {order}"
+
+    async def reply(messages: Sequence[Message], tools: object) -> AssistantMessage:
+        await asyncio.sleep(0.005)  # past the gathering time: the timer commits the rows
+        if any(isinstance(m, ToolResult) and not m.is_error for m in messages):
+            return AssistantMessage("done")
+        call = ToolCall("c1", "refund", '{"order": "A-1"}')
+        return AssistantMessage(tool_calls=(call,), stop_reason="tool_use")
+
+    def agent(store: SQLiteStore) -> Agent:
+        return Agent(FunctionModel(reply), tools=[refund], store=store, durability="batch")
+
+    first = SQLiteStore(path)
+    paused = await agent(first).run("refund A-1")
+    first.close()
+    assert paused.stop_reason == "approval"
+    assert refunded == []
+
+    second = SQLiteStore(path)
+    try:
+        assert paused.run_id is not None
+        result = await agent(second).resume(paused.run_id, decisions={"c1": Approve()})
+        assert result.output == "done"
+        assert refunded == ["A-1"]
+        assert calls_answered(result.messages)
+        assert second.messages(paused.run_id) == result.messages
+    finally:
+        second.close()

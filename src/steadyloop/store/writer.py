@@ -133,10 +133,10 @@ class LogWriter:
         self._stalled = False
 
     def submit(self, row: Row) -> None:
-        """Queues a row to write. When the queue was empty the thread is told (once it is
-        awake it takes everything queued by then): at once, or, for rows recorded on an event
-        loop whose runs commit on their own thread, only if the row is still queued after the
-        gathering time."""
+        """Queues a row to write. When the queue was empty, whoever commits it is told (and
+        takes everything queued by then): the thread at once, or, for a row recorded on an
+        event loop whose runs commit on their own thread, a timer of the loop's once the
+        gathering time is up (`_commit_if_queued`)."""
         if self._thread is None:
             self._start()
         was_empty = not self._items
@@ -157,9 +157,9 @@ class LogWriter:
     def _commit_if_queued(self, row: Row) -> None:
         """On the loop, once `row` has gathered for its time: if it still heads the queue
         (nobody committed it: a run waiting on a slow call, a run that commits only at its
-        end), commits it with everything queued after it here, as a run's own commit would;
-        hands them to the thread when that would mean waiting (the database busy, the thread
-        stuck or committing)."""
+        end), commits it with everything queued after it here, as a run's own commit would
+        (waiting at most `HANDOVER_SECONDS` for the thread's commit); hands them to the thread
+        when that would mean waiting longer (the database busy, the thread stuck)."""
         items = self._items
         if items and items[0] is row and not self._commit_here():
             self._hurry.set()
