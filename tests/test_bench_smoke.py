@@ -92,8 +92,16 @@ def test_run_log_is_measured_beside_plain_sqlite3(results: tuple[dict[str, Any],
     assert s6["sqlite_floor_added"]["n"] == s6["log_added"]["n"] == s6["per_turn_us_on"]["n"]
     assert s6["log_floor_ratio"]["median"] > 0
     assert s6["ratio_batch"]["median"] > 0
+    # durability="batch" beside its own floor: the same rows committed once at the run's end
+    assert s6["per_turn_us_sqlite_batch_floor"]["median"] > s6["per_turn_us_bare"]["median"]
+    assert s6["sqlite_batch_floor_added"]["n"] == s6["batch_log_added"]["n"]
+    assert s6["batch_log_floor_ratio"]["median"] > 0
     table = (results[1] / "latest.md").read_text()
     assert "| S6 run log's added cost per turn ≤ 1.3× plain sqlite3's (floor) |" in table  # noqa: RUF001
+    assert (
+        '| S6 run log with durability="batch": added cost per turn ≤ 1.3× plain sqlite3\'s '  # noqa: RUF001
+        "committing the same rows once at the run's end (floor) |" in table
+    )
 
 
 def test_tracing_is_measured_beside_the_sdk_alone(results: tuple[dict[str, Any], Path]) -> None:

@@ -14,6 +14,9 @@ steadyloop's feature by talking to the library underneath directly:
   `json` module's encoder (the log's for what it does not write as text directly), as any
   program logging what happened must; turning steadyloop's own objects into those
   values (`to_dict`) is left out of the floor: that is part of what it judges.
+  For `durability="batch"` (`SqliteBatchFloor`): the same rows, all in one transaction once the
+  run is over, the event rows many to a statement as the log writes them: the least a log that
+  may keep a run's rows until it ends could do.
 - S7: the OpenTelemetry SDK makes the same spans with the same attributes (recorded once from a
   traced steadyloop run): `invoke_agent` around the run, a `chat` span around each model call
   and an `execute_tool` span around each tool call, each made current while it is open, as
@@ -48,6 +51,10 @@ Message = dict[str, Any]
 # went in since the last.
 CHECKPOINT_COMMITS = 400
 CHECKPOINT_ROWS = 5000
+
+# How the run log writes event rows (`steadyloop.store.sqlite`): many to a statement.
+INSERT_EVENT = "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?)"
+EVENTS_PER_INSERT = 64
 
 # The run log's general JSON encoder (`steadyloop.store.recording`): `json.dumps` without its
 # check for reference cycles.
@@ -176,6 +183,10 @@ class SqliteFloor:
             if json_columns:
                 rows = [_encoded(row, json_columns) for row in rows]
             self.db.executemany(sql, rows)
+        self._committed()
+
+    def _committed(self) -> None:
+        """Commits the open transaction, counts it done and checkpoints when the log would."""
         self.db.execute("COMMIT")
         self._next += 1
         self._commits += 1
@@ -185,7 +196,8 @@ class SqliteFloor:
             self._checkpointed = self.db.total_changes
             self._commits = 0
 
-    async def run(self) -> str:
+    def _fresh_replay(self) -> None:
+        """The recorded transactions again, under a new run id."""
         fresh = uuid.uuid4().hex
         self._replay = [
             [(sql, json_columns, [_swap(row, self.run_id, fresh) for row in rows])
@@ -193,6 +205,9 @@ class SqliteFloor:
             for tx in self.transactions
         ]  # fmt: skip
         self._next = 0
+
+    async def run(self) -> str:
+        self._fresh_replay()
         self._commit()  # the run row and the prompt, before the first model call
         output = await floor_loop(
             self.tools, self.plan.turns + 1, self._commit, self._commit, _nothing, _nothing
@@ -203,6 +218,37 @@ class SqliteFloor:
 
     def close(self) -> None:
         self.db.close()
+
+
+class SqliteBatchFloor(SqliteFloor):
+    """The bare loop committing the recorded rows as a log with `durability="batch"` at
+    least must: all of them once the run is over."""
+
+    async def run(self) -> str:
+        self._fresh_replay()
+        output = await floor_loop(self.tools, self.plan.turns + 1, _pass, _pass, _nothing, _nothing)
+        self._commit_all()
+        return output
+
+    def _commit_all(self) -> None:
+        """Every recorded transaction as one: the runs' rows as recorded, the event rows in
+        statements of up to `EVENTS_PER_INSERT` rows (the log's way)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        events: list[Sequence[Any]] = []
+        for transaction in self._replay:
+            for sql, json_columns, rows in transaction:
+                if json_columns:
+                    rows = [_encoded(row, json_columns) for row in rows]
+                if sql.startswith(INSERT_EVENT):
+                    events += [row[i : i + 5] for row in rows for i in range(0, len(row), 5)]
+                else:
+                    self.db.executemany(sql, rows)
+        for start in range(0, len(events), EVENTS_PER_INSERT):
+            chunk = events[start : start + EVENTS_PER_INSERT]
+            sql = INSERT_EVENT + ", (?, ?, ?, ?, ?)" * (len(chunk) - 1)
+            self.db.execute(sql, [value for row in chunk for value in row])
+        self._committed()
+        self._next = len(self._replay)
 
 
 def _swap(row: Sequence[Any], old: str, new: str) -> tuple[Any, ...]:

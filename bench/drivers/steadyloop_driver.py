@@ -134,14 +134,14 @@ def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
         batch_store = getattr(getattr(gathering, "agent", None), "store", None)
         batch_flush = getattr(batch_store, "flush", lambda: None)
 
-        floor, bare = _sqlite_floor(plan, logged, flush, Path(folder))
+        floor, batch_floor, bare = _sqlite_floors(plan, logged, flush, Path(folder))
 
         async def timed(runner: Runs, after: Callable[[], object]) -> float:
             return await per_turn_us(runner, plan, block, "S6", after)
 
         async def rounds() -> dict[str, list[float]]:
             samples: dict[str, list[float]] = {
-                k: [] for k in ("off", "on", "batch", "bare", "sqlite_floor")
+                k: [] for k in ("off", "on", "batch", "bare", "sqlite_floor", "sqlite_batch_floor")
             }
             blocks: dict[str, tuple[Runs, Callable[[], object]]] = {
                 "off": (plain, lambda: None),
@@ -151,6 +151,7 @@ def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
             }
             if gathering is not None:
                 blocks["batch"] = (gathering, batch_flush)
+                blocks["sqlite_batch_floor"] = (batch_floor, lambda: None)
             started = time.perf_counter()
             for number in range(settings.reps + 1):
                 # In a new order each round (as S10): what a block leaves behind (a writer
@@ -168,6 +169,7 @@ def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
 
         samples = asyncio.run(rounds())
         floor.close()
+        batch_floor.close()
         for opened in (store, batch_store):
             close = getattr(opened, "close", None)
             if close is not None:
@@ -182,14 +184,18 @@ def s6(driver: common.Driver, settings: common.Settings) -> dict[str, Any]:
     if batch:
         figures["per_turn_us_batch"] = common.spread(batch)
         figures["ratio_batch"] = common.spread([b / a for a, b in zip(off, batch, strict=True)])
+        figures.update(
+            _against_floor(samples, ("off", "batch"), ("bare", "sqlite_batch_floor"), "batch_log")
+        )
     return figures
 
 
-def _sqlite_floor(
+def _sqlite_floors(
     plan: common.Plan, logged: SteadyloopRunner, flush: Callable[[], object], folder: Path
-) -> tuple[floors.SqliteFloor, bare_driver.BareRunner]:
-    """S6's floor (plain sqlite3 committing the rows the log committed for one run, at the same
-    points) and the bare loop it is measured against; recording the rows is a warm-up run."""
+) -> tuple[floors.SqliteFloor, floors.SqliteBatchFloor, bare_driver.BareRunner]:
+    """S6's floors (plain sqlite3 committing the rows the log committed for one run: at the
+    same points, and as `durability="batch"` at least must) and the bare loop they are measured
+    against; recording the rows is a warm-up run."""
 
     def one_run() -> None:
         common.CURRENT.set(common.RunState(plan))
@@ -197,9 +203,17 @@ def _sqlite_floor(
         flush()
 
     run_id, transactions = floors.record_log_transactions(logged.agent.store, one_run)
-    path = folder / "floor.sqlite3"
-    SQLiteStore(path).close()  # the log's schema, made the log's way
-    return floors.SqliteFloor(plan, path, run_id, transactions), bare_driver.BareRunner(plan)
+
+    def log_file(name: str) -> Path:
+        path = folder / f"{name}.sqlite3"
+        SQLiteStore(path).close()  # the log's schema, made the log's way
+        return path
+
+    return (
+        floors.SqliteFloor(plan, log_file("floor"), run_id, transactions),
+        floors.SqliteBatchFloor(plan, log_file("batch_floor"), run_id, transactions),
+        bare_driver.BareRunner(plan),
+    )
 
 
 def _against_floor(
