@@ -34,7 +34,7 @@ from steadyloop import (
     ToolResult,
     tool,
 )
-from steadyloop.approvals import WAITING_TEXT, Decision
+from steadyloop.approvals import WAITING_TEXT, Decision, _OneAtATime
 from steadyloop.events import CallDecided, Event, RunFinished, ToolCallFinished
 from steadyloop.store import RunStore
 from steadyloop.testing import FunctionModel, ScriptedModel
@@ -234,6 +234,34 @@ async def test_a_run_cancelled_while_its_async_approver_decides_asks_nothing_mor
         await asyncio.wait_for(run, 10)  # the calls waiting their turn do not hold it up
     assert asked == ["r1"]
     assert shop.refunds == []
+
+
+async def test_a_question_cancelled_while_waiting_its_turn_keeps_no_other_waiting() -> None:
+    gate = _OneAtATime()
+    asked: list[str] = []
+
+    async def question(name: str) -> None:
+        if gate.open:
+            await gate.wait()
+        gate.open = True
+        try:
+            asked.append(name)
+        finally:
+            gate.next()
+
+    gate.open = True  # a question is being answered
+    second, third = (asyncio.create_task(question(name)) for name in ("second", "third"))
+    await asyncio.sleep(0)  # both wait their turn
+    second.cancel()  # while waiting
+    gate.next()  # the open question is answered: the turn skips the cancelled one
+    third.cancel()  # handed the turn, cancelled before it could take it: it passes it on
+    fourth = asyncio.create_task(question("fourth"))
+    await asyncio.wait_for(asyncio.gather(second, third, return_exceptions=True), 10)
+    await asyncio.wait_for(fourth, 10)
+    assert second.cancelled()
+    assert third.cancelled()
+    assert asked == ["fourth"]
+    assert not gate.open
 
 
 async def test_what_an_approver_is_given_cannot_be_changed_and_compares_by_value() -> None:

@@ -14,6 +14,7 @@ killed after the call's effect never has it waiting for (and run on) a second ap
 from __future__ import annotations
 
 import asyncio
+import collections
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -168,7 +169,7 @@ class Approvals(Effects):
         self._context = context
         self._notify = notify
         self._commit = commit
-        self._asking = asyncio.Lock()  # an async approver's questions, one at a time
+        self._asking = _OneAtATime()  # an async approver's questions
         # A sync approver's questions, asked in a worker thread a turn at a time.
         self._threaded = (
             ApproverThread(approver, _DECISIONS)
@@ -198,11 +199,13 @@ class Approvals(Effects):
             pending = PendingCall(model_call.id, tool.name, arguments, call.run_id)
             if self._async is not None:  # asked right here, on the loop, one at a time
                 asking = self._asking
-                await asking.acquire()  # not `async with`: two coroutines fewer per question
+                if asking.open:
+                    await asking.wait()
+                asking.open = True
                 try:
                     answer = await self._async(pending, self._context(model_call.id))
                 finally:
-                    asking.release()
+                    asking.next()
             else:
                 answer = await self._ask(pending)
             if not isinstance(answer, _DECISIONS):
@@ -234,6 +237,41 @@ class Approvals(Effects):
     def _emit(self, event: Event) -> None:
         if self._notify is not None:
             self._notify(event)
+
+
+class _OneAtATime:
+    """An async approver's questions, one at a time, in the order they come: a question waits
+    only while another is open, and the next one waiting is handed the turn as that one ends
+    (a waiting question cancelled passes it on). What `asyncio.Lock` does, without the
+    coroutine its `acquire` makes and the look over its waiters on every question: an approver
+    that answers at once never makes one wait."""
+
+    __slots__ = ("_waiting", "open")
+
+    def __init__(self) -> None:
+        self.open = False
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def wait(self) -> None:
+        """Returns once this question has the turn (`open` stays True)."""
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():  # handed the turn as it was cancelled
+                self.next()
+            raise
+
+    def next(self) -> None:
+        """The open question ended: the turn goes to the next one waiting, if any."""
+        waiting = self._waiting
+        while waiting:
+            turn = waiting.popleft()
+            if not turn.done():  # not cancelled meanwhile
+                turn.set_result(None)
+                return
+        self.open = False
 
 
 def denied_result(call: ToolCall, reason: str) -> ToolResult:
