@@ -13,7 +13,7 @@ Configurations, each in a fresh process, in turn:
 Each prints runs per second (over the whole call, and steady: from the first row to the last,
 leaving out start-up such as Ray's actors), CPU milliseconds per run of its own process (for
 Ray: the driver's alone) and peak RSS; this prints a JSON object, then a Markdown table with
-the targets of DESIGN.md section 8.
+the design's targets for batches.
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ def table(results: dict[str, dict[str, float]]) -> str:
             f"| {name} | {figures['runs_per_s']:,.0f} | {figures['steady_runs_per_s']:,.0f} | "
             f"{figures['cpu_ms_per_run']:.2f} | {ratio} | {figures['peak_rss_mb']:.0f} |"
         )
-    targets = ["", "Targets (DESIGN.md section 8):",
+    targets = ["", "Targets:",
                "- CPU per run: local <= 1.5x bare, sqlite <= 2.5x bare"]  # fmt: skip
     if "ray" in results and local:
         ray_rate = results["ray"]["steady_runs_per_s"]

@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001 - the tables use the multiplication sign and the en dash on purpose
-"""The results as Markdown: one table of every figure, one of DESIGN.md §8's targets.
+"""The results as Markdown: one table of every figure, one of the design's targets.
 
 Stdlib only (run.py imports it). Each cell is a median with its min-max range, followed by its
 ratio to the bare loop and to steadyloop, so a reader sees both the floor and our own figure.
@@ -58,8 +58,8 @@ FEATURES_THIS_ROUND = (
 )
 
 # S14's ratios: the figure, its label, its target (None: shown, not judged), the two figures it
-# divides and what the second is called. Unused: about 1.0x (DESIGN.md §8), read as <= 1.05x.
-# Used: DESIGN.md's or the feature's own target where one is stated (Gemini, a long session, an
+# divides and what the second is called. Unused: about 1.0x (the design's), read as <= 1.05x.
+# Used: the design's or the feature's own target where one is stated (Gemini, a long session, an
 # eval), else the rule for a feature in use (S10's, <= 1.2x the same without it). A session's
 # target is its intent, a run's cost flat in the session's length: runs 91-100 against runs 11-20,
 # once the context has filled; run 100 against run 1 (which sends no history) is shown beside the
@@ -399,12 +399,12 @@ def fmt(value: float, unit: str, with_unit: bool = True, scale: float | None = N
 
 
 def targets(results: dict[str, Any]) -> list[str]:
-    """DESIGN.md §8's targets for steadyloop, each with the measured figure and pass/miss."""
+    """The design's targets for steadyloop, each with the measured figure and pass/miss."""
     if "steadyloop" not in results["libraries"]:
         return []
     rows = {r.key or r.scenario: r for r in ROWS}
     sl = "steadyloop"
-    lines = ["| target (DESIGN.md §8) | measured | |", "|---|---|---|"]
+    lines = ["| target (the design's) | measured | |", "|---|---|---|"]
 
     def check(text: str, measured: str, ok: bool | None) -> None:
         verdict = "n/a" if ok is None else ("pass" if ok else "**miss**")

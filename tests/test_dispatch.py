@@ -1,4 +1,5 @@
-"""Dispatch of one turn: every row of the error contract (DESIGN.md §3), answered in call order."""
+"""Dispatch of one turn: every row of the error contract (docs/patterns/errors-as-text.md),
+answered in call order."""
 
 from __future__ import annotations
 

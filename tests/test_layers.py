@@ -1,5 +1,5 @@
-"""The package's import graph keeps its layers (DESIGN.md §4): a module imports only from its
-own layer or the ones below, except under `if TYPE_CHECKING:` (a type, not a dependency), and no
+"""The package's import graph keeps its layers: a module imports only from its own layer or
+the ones below, except under `if TYPE_CHECKING:` (a type, not a dependency), and no
 two modules import each other when they are loaded.
 
 The graph is read from the source with `ast`, so every import counts, also one inside a

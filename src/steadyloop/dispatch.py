@@ -1,11 +1,11 @@
 """Run one turn's tool calls: all at once, every call answered, errors turned into text.
 
-The contract (DESIGN.md §3): an unknown tool, unparseable or invalid arguments, a `ToolError`, a
-`TypeError`/`ValueError`, a timeout or an unexpected exception each become an error result the
-model reads; transient errors are retried with backoff first. `FatalToolError`,
-`KeyboardInterrupt` and cancellation stop the turn: the siblings are cancelled, every call still
-gets a result (cancelled ones say so), and the exception is handed back for the agent to raise
-once the results are in the transcript.
+The error contract (`docs/patterns/errors-as-text.md`): an unknown tool, unparseable or invalid
+arguments, a `ToolError`, a `TypeError`/`ValueError`, a timeout or an unexpected exception each
+become an error result the model reads; transient errors are retried with backoff first.
+`FatalToolError`, `KeyboardInterrupt` and cancellation stop the turn: the siblings are
+cancelled, every call still gets a result (cancelled ones say so), and the exception is handed
+back for the agent to raise once the results are in the transcript.
 
 Each call runs in one task of its own, the tool's code included, and goes through one method
 per concern, outermost first: `_answer` (the effects around the call), `_prepare` (resolve the

@@ -1,4 +1,4 @@
-"""What the model reads of a tool call that did not give its answer (DESIGN.md §3).
+"""What the model reads of a tool call that did not give its answer (the error contract).
 
 The message of an error the model can fix (`ToolError`, `TypeError`, `ValueError`); only the
 type of any other exception, which is logged with its traceback for the developer; the words of

@@ -1,7 +1,7 @@
 """Every sentence the loop writes for the model, in one place a reviewer can read in one screen.
 
-Errors as text (DESIGN.md §3) are what a model reads instead of a crash, so their wording is
-part of the contract: each says what went wrong and what to do instead. Templates take their
+Errors as text (the error contract) are what a model reads instead of a crash, so their wording
+is part of the contract: each says what went wrong and what to do instead. Templates take their
 values by name (`UNKNOWN_TOOL.format(name=..., available=...)`). The table in
 `docs/patterns/errors-as-text.md` quotes these texts, and a test checks it against this module.
 """

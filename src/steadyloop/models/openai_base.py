@@ -8,7 +8,7 @@ verbatim (`Native.is_own`), everything else goes as canonical parts.
 
 Every SDK call is wrapped in `openai_errors(...)`; errors that arrive inside a 200 response or
 stream (an `error` object in a chunk, a `response.failed` event) go through `error_from_body`.
-Per DESIGN.md §3:
+Per the error contract (`docs/errors.md`):
 
 - 429 (but not `insufficient_quota` or "Request too large", which never succeed on retry), 408,
   409, 5xx, connection errors and timeouts: `ModelError(retryable=True)`, with `retry_after`
