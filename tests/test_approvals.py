@@ -241,15 +241,14 @@ async def test_a_question_cancelled_while_waiting_its_turn_keeps_no_other_waitin
     asked: list[str] = []
 
     async def question(name: str) -> None:
-        if gate.open:
-            await gate.wait()
-        gate.open = True
+        if (turn := gate.take()) is not None:
+            await turn
         try:
             asked.append(name)
         finally:
             gate.next()
 
-    gate.open = True  # a question is being answered
+    gate.take()  # a question has the turn, and is being answered
     second, third = (asyncio.create_task(question(name)) for name in ("second", "third"))
     await asyncio.sleep(0)  # both wait their turn
     second.cancel()  # while waiting

@@ -43,6 +43,9 @@ from typing import Any
 import bare_driver
 import common
 
+# How the run log writes event rows: many to a statement.
+from steadyloop.store.sqlite import EVENTS_PER_INSERT, INSERT_EVENT
+
 Transaction = list[tuple[str, list[Sequence[Any]]]]
 Replayed = list[tuple[str, tuple[int, ...], list[Sequence[Any]]]]
 Message = dict[str, Any]
@@ -51,10 +54,6 @@ Message = dict[str, Any]
 # went in since the last.
 CHECKPOINT_COMMITS = 400
 CHECKPOINT_ROWS = 5000
-
-# How the run log writes event rows (`steadyloop.store.sqlite`): many to a statement.
-INSERT_EVENT = "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?)"
-EVENTS_PER_INSERT = 64
 
 # The run log's general JSON encoder (`steadyloop.store.recording`): `json.dumps` without its
 # check for reference cycles.
@@ -248,7 +247,6 @@ class SqliteBatchFloor(SqliteFloor):
             sql = INSERT_EVENT + ", (?, ?, ?, ?, ?)" * (len(chunk) - 1)
             self.db.execute(sql, [value for row in chunk for value in row])
         self._committed()
-        self._next = len(self._replay)
 
 
 def _swap(row: Sequence[Any], old: str, new: str) -> tuple[Any, ...]:

@@ -17,7 +17,7 @@ import asyncio
 import collections
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -199,9 +199,8 @@ class Approvals(Effects):
             pending = PendingCall(model_call.id, tool.name, arguments, call.run_id)
             if self._async is not None:  # asked right here, on the loop, one at a time
                 asking = self._asking
-                if asking.open:
-                    await asking.wait()
-                asking.open = True
+                if (turn := asking.take()) is not None:
+                    await turn
                 try:
                     answer = await self._async(pending, self._context(model_call.id))
                 finally:
@@ -249,11 +248,19 @@ class _OneAtATime:
     __slots__ = ("_waiting", "open")
 
     def __init__(self) -> None:
-        self.open = False
+        self.open = False  # a question has the turn
         self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
 
-    async def wait(self) -> None:
-        """Returns once this question has the turn (`open` stays True)."""
+    def take(self) -> Coroutine[Any, Any, None] | None:
+        """The turn for a new question: None when it has it at once (none was open), else
+        what to await for it. Whoever has the turn gives it up with `next()`."""
+        if not self.open:
+            self.open = True
+            return None
+        return self._wait()
+
+    async def _wait(self) -> None:
+        """Returns once the turn is handed to this question (`open` stays True)."""
         turn = asyncio.get_running_loop().create_future()
         self._waiting.append(turn)
         try:
